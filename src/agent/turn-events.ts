@@ -1,0 +1,111 @@
+import type { TokenUsage, TurnResult } from '../core/channel-adapter.ts';
+import type { ChannelId } from '../core/message.ts';
+import type { Logger } from '../core/logger.ts';
+
+/** Estimated input tokens of one request, by what they were spent on (SPEC §4). */
+export interface InputComponents {
+  system: number;
+  bootstrap: number;
+  tools: number;
+  history: number;
+  toolResults: number;
+  userInput: number;
+}
+
+/** What kind of LLM call it was. */
+export type LlmCallKind = 'turn' | 'compaction' | 'memory-flush';
+
+/** Who a turn belongs to. */
+export interface TurnScope {
+  correlationId: string;
+  sessionKey: string;
+  sessionId: string;
+  channel: ChannelId;
+  agentId: string;
+}
+
+export interface TurnStartEvent extends TurnScope {
+  at: number;
+}
+
+/** One LLM call, finished or failed. */
+export interface LlmCallEvent extends TurnScope {
+  kind: LlmCallKind;
+  providerId: string;
+  modelId: string;
+  usage: TokenUsage;
+  /** True when usage was counted with our tokenizer because the provider reported none. */
+  isEstimated: boolean;
+  estimatedInputTokensByComponent: InputComponents;
+  retries: number;
+  durationMs: number;
+  /** Error code when the call failed (usage is then zero). */
+  error?: string;
+  at: number;
+}
+
+export interface ToolCallEvent extends TurnScope {
+  name: string;
+  durationMs: number;
+  ok: boolean;
+  at: number;
+}
+
+export interface TurnEndEvent extends TurnScope {
+  outcome: TurnResult['outcome'];
+  usage: TokenUsage;
+  durationMs: number;
+  at: number;
+}
+
+/**
+ * Subscribers to what the runtime does. Accounting, metrics, the ledger and the dashboard timeline are
+ * observers; the runtime never calls them directly. Observers must not throw (errors are logged).
+ */
+export interface TurnObserver {
+  onTurnStart?(event: TurnStartEvent): void;
+  onLlmCall?(event: LlmCallEvent): void;
+  onToolCall?(event: ToolCallEvent): void;
+  onTurnEnd?(event: TurnEndEvent): void;
+}
+
+/** Fans turn events out to observers, isolating their failures. */
+export class TurnEvents {
+  private readonly observers: TurnObserver[] = [];
+  private readonly logger: Logger;
+
+  constructor(logger: Logger) {
+    this.logger = logger;
+  }
+
+  subscribe(observer: TurnObserver): () => void {
+    this.observers.push(observer);
+    return () => {
+      const i = this.observers.indexOf(observer);
+      if (i >= 0) this.observers.splice(i, 1);
+    };
+  }
+
+  emit<K extends keyof TurnObserver>(name: K, event: Parameters<NonNullable<TurnObserver[K]>>[0]): void {
+    for (const observer of this.observers) {
+      const handler = observer[name] as ((e: typeof event) => void) | undefined;
+      if (!handler) continue;
+      try {
+        handler.call(observer, event);
+      } catch (error) {
+        this.logger.error({ err: error, event: name }, 'a turn observer failed');
+      }
+    }
+  }
+}
+
+export function zeroUsage(): TokenUsage {
+  return { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+}
+
+export function addUsage(into: TokenUsage, add: TokenUsage): void {
+  into.inputTokens += add.inputTokens;
+  into.outputTokens += add.outputTokens;
+  into.cacheReadTokens += add.cacheReadTokens;
+  into.cacheWriteTokens += add.cacheWriteTokens;
+}

@@ -1,0 +1,238 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseDotenv } from 'dotenv';
+import JSON5 from 'json5';
+import type { z } from 'zod';
+import { ConfigError } from '../core/errors.ts';
+import { configSchema, type ParsedConfig } from './schema.ts';
+import type {
+  ChannelAccountConfig, DiscordAccountConfig, ResolvedConfig, SlackAccountConfig, TelegramAccountConfig,
+} from './resolved.ts';
+
+/** Where each environment variable lands in the config (SPEC §9). */
+export const ENV_BINDINGS: Record<string, string[]> = {
+  TELEGRAM_BOT_TOKEN: ['channels', 'telegram', 'botToken'],
+  TELEGRAM_API_ROOT: ['channels', 'telegram', 'apiRoot'],
+  DISCORD_BOT_TOKEN: ['channels', 'discord', 'token'],
+  DISCORD_API_BASE: ['channels', 'discord', 'apiBase'],
+  SLACK_BOT_TOKEN: ['channels', 'slack', 'botToken'],
+  SLACK_APP_TOKEN: ['channels', 'slack', 'appToken'],
+  SLACK_SIGNING_SECRET: ['channels', 'slack', 'signingSecret'],
+  SLACK_API_URL: ['channels', 'slack', 'apiUrl'],
+  OPENAI_API_KEY: ['providers', 'default', 'apiKey'],
+  OPENAI_BASE_URL: ['providers', 'default', 'baseUrl'],
+  OPENAI_MODEL: ['providers', 'default', 'model'],
+  SWITCHBOARD_AUTH_TOKEN: ['gateway', 'authToken'],
+  SWITCHBOARD_STATE_DIR: ['stateDir'],
+  SWITCHBOARD_PORT: ['gateway', 'port'],
+  SWITCHBOARD_HOST: ['gateway', 'host'],
+  SWITCHBOARD_LOG_LEVEL: ['logLevel'],
+};
+
+/** Inputs of {@link loadConfig}; all default to the process's own. */
+export interface LoadConfigOptions {
+  /** `--config FILE`; else `SWITCHBOARD_CONFIG`; else `switchboard.json` / `switchboard.json5` in `cwd`. */
+  configPath?: string;
+  cwd?: string;
+  /** The environment; `.env` in `cwd` is read under it (real environment wins). */
+  env?: NodeJS.ProcessEnv;
+  /** Read `.env` (default true). */
+  dotenv?: boolean;
+  /** Extra values merged over the file (tests, CLI flags). */
+  overrides?: Record<string, unknown>;
+}
+
+/** Reads, merges and validates the configuration. Throws ConfigError naming each bad key. */
+export function loadConfig(options: LoadConfigOptions = {}): ResolvedConfig {
+  const cwd = options.cwd ?? process.cwd();
+  const env = mergedEnv(cwd, options.env ?? process.env, options.dotenv ?? true);
+  const configPath = findConfigFile(cwd, options.configPath ?? env.SWITCHBOARD_CONFIG);
+  const raw: Record<string, unknown> = configPath ? readConfigFile(configPath) : {};
+  const fromEnv = new Map<string, string>();
+  for (const [name, keyPath] of Object.entries(ENV_BINDINGS)) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    setPath(raw, keyPath, value);
+    fromEnv.set(keyPath.join('.'), name);
+  }
+  if (options.overrides) deepMerge(raw, options.overrides);
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((issue) => describeIssue(issue, fromEnv));
+    const where = configPath ? ` in ${configPath}` : '';
+    throw new ConfigError(`Invalid configuration${where}:\n  - ${issues.join('\n  - ')}`, issues);
+  }
+  return resolveConfig(parsed.data, cwd, configPath);
+}
+
+function mergedEnv(cwd: string, env: NodeJS.ProcessEnv, readDotenv: boolean): NodeJS.ProcessEnv {
+  const file = path.join(cwd, '.env');
+  if (!readDotenv || !existsSync(file)) return env;
+  return { ...parseDotenv(readFileSync(file)), ...env };
+}
+
+function findConfigFile(cwd: string, explicit: string | undefined): string | undefined {
+  if (explicit) {
+    const file = path.resolve(cwd, explicit);
+    if (!existsSync(file)) throw new ConfigError(`Config file ${file} does not exist: check --config or SWITCHBOARD_CONFIG.`);
+    return file;
+  }
+  for (const name of ['switchboard.json', 'switchboard.json5']) {
+    const file = path.join(cwd, name);
+    if (existsSync(file)) return file;
+  }
+  return undefined;
+}
+
+function readConfigFile(file: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON5.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`Cannot parse ${file}: ${(error as Error).message}. The file must be JSON or JSON5.`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ConfigError(`${file} must hold one object ({ ... }).`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function describeIssue(issue: z.core.$ZodIssue, fromEnv: Map<string, string>): string {
+  const key = issue.path.map(String).join('.') || '(root)';
+  const envName = fromEnv.get(key);
+  const source = envName ? ` (from ${envName})` : '';
+  let message = issue.message;
+  if (issue.code === 'unrecognized_keys') message = `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  return `${key}${source}: ${message}`;
+}
+
+function setPath(target: Record<string, unknown>, keyPath: string[], value: unknown): void {
+  let node = target;
+  for (const key of keyPath.slice(0, -1)) {
+    const next = node[key];
+    if (next === null || typeof next !== 'object' || Array.isArray(next)) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[keyPath[keyPath.length - 1] as string] = value;
+}
+
+export function deepMerge(target: Record<string, unknown>, source: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(source)) {
+    const current = target[key];
+    if (value && typeof value === 'object' && !Array.isArray(value) && current && typeof current === 'object' && !Array.isArray(current)) {
+      deepMerge(current as Record<string, unknown>, value as Record<string, unknown>);
+    } else {
+      target[key] = value;
+    }
+  }
+}
+
+/** Applies defaults that depend on other keys, makes paths absolute, and expands channel accounts. */
+export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: string): ResolvedConfig {
+  const stateDir = path.resolve(cwd, config.stateDir);
+  const store = config.store ?? `sqlite://${path.join(stateDir, 'sessions.sqlite')}`;
+  const providers: ResolvedConfig['providers'] = {};
+  for (const [id, p] of Object.entries(config.providers)) {
+    const offline = p.kind === 'offline' || (!p.apiKey && !p.baseUrl);
+    providers[id] = { ...p, id, kind: offline ? 'offline' : 'openai', model: offline && p.kind !== 'offline' ? 'offline' : p.model };
+  }
+  const defaults = config.agents.defaults;
+  const agents = config.agents.list.map((a) => {
+    const providerId = a.provider ?? defaults.provider;
+    const provider = providers[providerId];
+    if (!provider) throw new ConfigError(`Invalid configuration: agents.list[${a.id}].provider names "${providerId}", which is not under providers.`);
+    return {
+      id: a.id,
+      name: a.name ?? (a.id === 'main' ? 'Switchboard' : a.id),
+      providerId,
+      model: a.model ?? defaults.model ?? provider.model,
+      workspace: path.resolve(cwd, a.workspace ?? defaults.workspace),
+      systemPrompt: a.systemPrompt ?? defaults.systemPrompt,
+    };
+  });
+  const ids = new Set<string>();
+  for (const a of agents) {
+    if (ids.has(a.id)) throw new ConfigError(`Invalid configuration: agents.list has "${a.id}" twice.`);
+    ids.add(a.id);
+  }
+  const c = config.channels;
+  const telegram = expandAccounts(c.telegram, c.telegram.accounts, 'botToken', (base, acc) => ({
+    botToken: acc.botToken ?? base.botToken,
+    apiRoot: (acc.apiRoot ?? base.apiRoot).replace(/\/+$/, ''),
+    mode: acc.mode ?? base.mode,
+    webhookSecret: acc.webhookSecret ?? base.webhookSecret,
+    groups: acc.groups ?? base.groups,
+  })) as TelegramAccountConfig[];
+  const discord = expandAccounts(c.discord, c.discord.accounts, 'token', (base, acc) => ({
+    token: acc.token ?? base.token,
+    apiBase: (acc.apiBase ?? base.apiBase).replace(/\/+$/, ''),
+    groups: acc.guilds ?? base.guilds,
+  })) as DiscordAccountConfig[];
+  const slack = expandAccounts(c.slack, c.slack.accounts, 'botToken', (base, acc) => ({
+    botToken: acc.botToken ?? base.botToken,
+    appToken: acc.appToken ?? base.appToken,
+    signingSecret: acc.signingSecret ?? base.signingSecret,
+    apiUrl: normalizeSlackApiUrl(acc.apiUrl ?? base.apiUrl),
+    mode: acc.mode ?? base.mode,
+    groups: acc.channels ?? base.channels,
+  })) as SlackAccountConfig[];
+  const secrets = collectSecrets(config);
+  return {
+    configPath,
+    gateway: config.gateway,
+    stateDir,
+    store,
+    logLevel: config.logLevel,
+    providers,
+    agentDefaults: { ...defaults, workspace: path.resolve(cwd, defaults.workspace) },
+    agents,
+    session: config.session,
+    channels: { telegram, discord, slack, webchat: c.webchat },
+    backgroundExecution: config.backgroundExecution,
+    secrets,
+  };
+}
+
+function normalizeSlackApiUrl(url: string): string {
+  if (!url) return '';
+  return url.endsWith('/') ? url : `${url}/`;
+}
+
+type AccountFields = { enabled?: boolean; dmPolicy?: ChannelAccountConfig['dmPolicy']; allowFrom?: string[]; groupPolicy?: ChannelAccountConfig['groupPolicy']; requireMention?: boolean };
+
+function expandAccounts<B extends AccountFields & { dmPolicy: ChannelAccountConfig['dmPolicy']; allowFrom: string[]; groupPolicy: ChannelAccountConfig['groupPolicy']; requireMention: boolean }, A extends AccountFields>(
+  base: B, accounts: Record<string, A>, tokenField: string, specific: (base: B, account: A) => Record<string, unknown>,
+): ChannelAccountConfig[] {
+  const out: ChannelAccountConfig[] = [];
+  const entries: [string, A][] = Object.entries(accounts);
+  const baseToken = (base as Record<string, unknown>)[tokenField];
+  if (!entries.some(([id]) => id === 'default') && (entries.length === 0 || baseToken)) entries.unshift(['default', {} as A]);
+  for (const [accountId, account] of entries) {
+    const fields = specific(base, account);
+    const token = fields[tokenField];
+    const enabled = account.enabled ?? base.enabled ?? Boolean(token);
+    out.push({
+      accountId,
+      enabled: enabled && base.enabled !== false,
+      dmPolicy: account.dmPolicy ?? base.dmPolicy,
+      allowFrom: account.allowFrom ?? base.allowFrom,
+      groupPolicy: account.groupPolicy ?? base.groupPolicy,
+      requireMention: account.requireMention ?? base.requireMention,
+      groups: [],
+      ...fields,
+    } as ChannelAccountConfig);
+  }
+  return out;
+}
+
+function collectSecrets(config: ParsedConfig): string[] {
+  const values = new Set<string>();
+  const add = (v: unknown) => { if (typeof v === 'string' && v.length >= 6) values.add(v); };
+  add(config.gateway.authToken);
+  for (const p of Object.values(config.providers)) add(p.apiKey);
+  const c = config.channels;
+  for (const t of [c.telegram, ...Object.values(c.telegram.accounts)]) { add(t.botToken); add(t.webhookSecret); }
+  for (const d of [c.discord, ...Object.values(c.discord.accounts)]) add(d.token);
+  for (const s of [c.slack, ...Object.values(c.slack.accounts)]) { add(s.botToken); add(s.appToken); add(s.signingSecret); }
+  return [...values];
+}

@@ -1,0 +1,65 @@
+import type { AgentDefaults, DmPolicy, GroupPolicy, ParsedConfig, ProviderConfig, SessionConfig } from './schema.ts';
+
+/** One bot identity of a platform, channel defaults merged with the account's own fields. */
+export interface ChannelAccountConfig {
+  accountId: string;
+  enabled: boolean;
+  dmPolicy: DmPolicy;
+  allowFrom: string[];
+  groupPolicy: GroupPolicy;
+  /** Telegram `groups`, Discord `guilds`, Slack `channels`: the group allowlist. */
+  groups: string[];
+  requireMention: boolean;
+}
+
+export interface TelegramAccountConfig extends ChannelAccountConfig {
+  botToken: string;
+  apiRoot: string;
+  mode: 'polling' | 'webhook';
+  webhookSecret: string;
+}
+export interface DiscordAccountConfig extends ChannelAccountConfig {
+  token: string;
+  apiBase: string;
+}
+export interface SlackAccountConfig extends ChannelAccountConfig {
+  botToken: string;
+  appToken: string;
+  signingSecret: string;
+  apiUrl: string;
+  mode: 'socket' | 'http';
+}
+
+/** An agent with its defaults applied and paths made absolute. */
+export interface AgentConfig {
+  id: string;
+  name: string;
+  providerId: string;
+  model: string;
+  workspace: string;
+  systemPrompt?: string;
+}
+
+/** The configuration the program runs with: validated, defaults filled, env applied, paths absolute. */
+export interface ResolvedConfig {
+  /** The file it came from, if any. */
+  configPath?: string;
+  gateway: ParsedConfig['gateway'];
+  stateDir: string;
+  /** keyv URI of the session store. */
+  store: string;
+  logLevel: ParsedConfig['logLevel'];
+  providers: Record<string, ProviderConfig & { id: string }>;
+  agentDefaults: AgentDefaults;
+  agents: AgentConfig[];
+  session: SessionConfig;
+  channels: {
+    telegram: TelegramAccountConfig[];
+    discord: DiscordAccountConfig[];
+    slack: SlackAccountConfig[];
+    webchat: { enabled: boolean };
+  };
+  backgroundExecution: ParsedConfig['backgroundExecution'];
+  /** Every secret value in the config, scrubbed from logs and errors. */
+  secrets: string[];
+}

@@ -1,0 +1,233 @@
+import { z } from 'zod';
+
+const dmScope = z.enum(['main', 'per-peer', 'per-channel-peer', 'per-account-channel-peer']);
+const dmPolicy = z.enum(['pairing', 'allowlist', 'open', 'disabled']);
+const groupPolicy = z.enum(['allowlist', 'open']);
+const idList = z.array(z.union([z.string(), z.number()]).transform(String)).prefault([]);
+
+/** An IANA time zone name, checked against the runtime's Intl database. */
+export const timeZone = z.string().refine(isValidTimeZone, { message: 'expected an IANA time zone such as "Europe/Berlin"' });
+
+export function isValidTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A duration: milliseconds as a number, or a string like "90s", "5m", "2h", "1d". */
+export const duration = z.union([z.number().nonnegative(), z.string().regex(/^\d+(\.\d+)?\s*(ms|s|m|h|d)$/, 'expected a duration like "5m"')])
+  .transform((v) => (typeof v === 'number' ? v : parseDuration(v)));
+
+export function parseDuration(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(text.trim());
+  if (!m) throw new Error(`not a duration: ${text}`);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'ms' | 's' | 'm' | 'h' | 'd'];
+  return Math.round(Number(m[1]) * unit);
+}
+
+/** A reset policy; every field optional so type/channel overrides can be merged over the base. */
+export const resetPolicyPatch = z.strictObject({
+  mode: z.enum(['daily', 'idle', 'off']).optional(),
+  atHour: z.number().int().min(0).max(23).optional(),
+  idleMinutes: z.number().nonnegative().optional(),
+  timezone: timeZone.optional(),
+});
+
+const gateway = z.strictObject({
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.coerce.number().int().min(0).max(65535).default(18789),
+  authToken: z.string().default(''),
+  maxBodyBytes: z.number().int().positive().default(1_048_576),
+  /** How long shutdown waits for running turns before checkpointing them. */
+  shutdownGraceMs: z.number().int().nonnegative().default(10_000),
+});
+
+const provider = z.strictObject({
+  kind: z.enum(['openai', 'offline']).default('openai'),
+  baseUrl: z.string().default(''),
+  apiKey: z.string().default(''),
+  model: z.string().min(1).default('gpt-4o-mini'),
+  contextWindow: z.number().int().positive().default(128_000),
+  maxTokens: z.number().int().positive().default(4096),
+  correlationHeader: z.string().min(1).default('X-Switchboard-Correlation-Id'),
+  /** Retries on 429/5xx/connection errors, with backoff (Retry-After honoured). */
+  maxRetries: z.number().int().min(0).max(10).default(2),
+  timeoutMs: z.number().int().positive().default(120_000),
+  /** Ask for usage in streamed responses (`stream_options.include_usage`). */
+  streamUsage: z.boolean().default(true),
+});
+
+const compaction = z.strictObject({
+  enabled: z.boolean().default(true),
+  reserveTokens: z.number().int().nonnegative().default(16_384),
+  keepRecentTokens: z.number().int().nonnegative().default(20_000),
+  memoryFlush: z.boolean().default(true),
+});
+
+const contextPruning = z.strictObject({
+  mode: z.enum(['cache-ttl', 'off']).default('cache-ttl'),
+  ttl: duration.default(300_000),
+  keepLastAssistants: z.number().int().nonnegative().default(3),
+});
+
+const agentDefaults = z.strictObject({
+  provider: z.string().default('default'),
+  model: z.string().optional(),
+  workspace: z.string().default('./workspace'),
+  maxConcurrent: z.number().int().positive().default(4),
+  maxIterationsPerBatch: z.number().int().positive().default(20),
+  bootstrapMaxChars: z.number().int().positive().default(20_000),
+  bootstrapTotalMaxChars: z.number().int().positive().default(150_000),
+  systemPrompt: z.string().optional(),
+  compaction: compaction.prefault({}),
+  contextPruning: contextPruning.prefault({}),
+  /** How long one turn may run before it is stopped. */
+  turnTimeoutMs: z.number().int().positive().default(600_000),
+});
+
+const agent = z.strictObject({
+  id: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'expected a lowercase id (letters, digits, - and _)'),
+  name: z.string().optional(),
+  provider: z.string().optional(),
+  model: z.string().optional(),
+  workspace: z.string().optional(),
+  systemPrompt: z.string().optional(),
+});
+
+const session = z.strictObject({
+  dmScope: dmScope.default('main'),
+  threads: z.enum(['separate', 'parent']).default('separate'),
+  identityLinks: z.record(z.string(), z.array(z.string())).default({}),
+  maxActiveSessions: z.number().int().positive().default(10_000),
+  reset: resetPolicyPatch.prefault({}),
+  resetByType: z.strictObject({ direct: resetPolicyPatch.optional(), group: resetPolicyPatch.optional(), thread: resetPolicyPatch.optional() }).prefault({}),
+  resetByChannel: z.record(z.string(), resetPolicyPatch).default({}),
+  resetTriggers: z.array(z.string().min(1)).default(['/new', '/reset']),
+  notifyOnReset: z.boolean().default(true),
+  resetArchiveRetentionDays: z.number().nonnegative().default(30),
+  /** Skipped group messages kept as context for the next run. */
+  groupContextLimit: z.number().int().min(0).max(500).default(50),
+});
+
+const reservedAccountIds = new Set(['direct', 'dm', 'group', 'channel', 'thread', 'topic', 'main']);
+const accountId = z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'expected a lowercase account id').refine((id) => !reservedAccountIds.has(id), 'this word is reserved in session keys');
+
+const commonChannel = {
+  enabled: z.boolean().optional(),
+  dmPolicy: dmPolicy.default('pairing'),
+  allowFrom: idList,
+  requireMention: z.boolean().default(true),
+};
+
+const telegramAccount = z.strictObject({
+  enabled: z.boolean().optional(),
+  botToken: z.string().optional(),
+  apiRoot: z.string().optional(),
+  mode: z.enum(['polling', 'webhook']).optional(),
+  webhookSecret: z.string().optional(),
+  dmPolicy: dmPolicy.optional(),
+  allowFrom: idList.optional(),
+  groupPolicy: groupPolicy.optional(),
+  groups: idList.optional(),
+  requireMention: z.boolean().optional(),
+});
+const telegram = z.strictObject({
+  ...commonChannel,
+  botToken: z.string().default(''),
+  apiRoot: z.string().default(''),
+  mode: z.enum(['polling', 'webhook']).default('polling'),
+  webhookSecret: z.string().default(''),
+  groupPolicy: groupPolicy.default('allowlist'),
+  groups: idList,
+  accounts: z.record(accountId, telegramAccount).default({}),
+});
+
+const discordAccount = z.strictObject({
+  enabled: z.boolean().optional(),
+  token: z.string().optional(),
+  apiBase: z.string().optional(),
+  dmPolicy: dmPolicy.optional(),
+  allowFrom: idList.optional(),
+  groupPolicy: groupPolicy.optional(),
+  guilds: idList.optional(),
+  requireMention: z.boolean().optional(),
+});
+const discord = z.strictObject({
+  ...commonChannel,
+  token: z.string().default(''),
+  apiBase: z.string().default(''),
+  groupPolicy: groupPolicy.default('allowlist'),
+  guilds: idList,
+  accounts: z.record(accountId, discordAccount).default({}),
+});
+
+const slackAccount = z.strictObject({
+  enabled: z.boolean().optional(),
+  botToken: z.string().optional(),
+  appToken: z.string().optional(),
+  signingSecret: z.string().optional(),
+  apiUrl: z.string().optional(),
+  mode: z.enum(['socket', 'http']).optional(),
+  dmPolicy: dmPolicy.optional(),
+  allowFrom: idList.optional(),
+  groupPolicy: groupPolicy.optional(),
+  channels: idList.optional(),
+  requireMention: z.boolean().optional(),
+});
+const slack = z.strictObject({
+  ...commonChannel,
+  botToken: z.string().default(''),
+  appToken: z.string().default(''),
+  signingSecret: z.string().default(''),
+  apiUrl: z.string().default(''),
+  mode: z.enum(['socket', 'http']).default('socket'),
+  groupPolicy: groupPolicy.default('allowlist'),
+  channels: idList,
+  accounts: z.record(accountId, slackAccount).default({}),
+});
+
+const webchat = z.strictObject({ enabled: z.boolean().default(true) });
+
+/** The whole configuration file (SPEC §9). Every key is optional; defaults are SPEC's. */
+export const configSchema = z.strictObject({
+  $schema: z.string().optional(),
+  gateway: gateway.prefault({}),
+  stateDir: z.string().min(1).default('./data'),
+  store: z.string().optional(),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  providers: z.record(z.string(), provider.prefault({})).prefault({ default: {} }),
+  agents: z.strictObject({
+    defaults: agentDefaults.prefault({}),
+    list: z.array(agent).min(1).default([{ id: 'main' }]),
+  }).prefault({}),
+  session: session.prefault({}),
+  channels: z.strictObject({
+    telegram: telegram.prefault({}),
+    discord: discord.prefault({}),
+    slack: slack.prefault({}),
+    webchat: webchat.prefault({}),
+  }).prefault({}),
+  backgroundExecution: z.strictObject({
+    enabled: z.boolean().default(false),
+    maxConcurrentBackgroundTurns: z.number().int().positive().default(3),
+    autoResumeOnStartup: z.boolean().default(true),
+  }).prefault({}),
+});
+
+/** The config as written (before defaults). */
+export type ConfigInput = z.input<typeof configSchema>;
+/** The parsed file with every default filled in. */
+export type ParsedConfig = z.output<typeof configSchema>;
+export type ProviderConfig = z.output<typeof provider>;
+export type ResetPolicyPatch = z.output<typeof resetPolicyPatch>;
+export type SessionConfig = z.output<typeof session>;
+export type AgentDefaults = z.output<typeof agentDefaults>;
+export type DmScope = z.output<typeof dmScope>;
+export type DmPolicy = z.output<typeof dmPolicy>;
+export type GroupPolicy = z.output<typeof groupPolicy>;
+export type TelegramConfig = z.output<typeof telegram>;
+export type DiscordConfig = z.output<typeof discord>;
+export type SlackConfig = z.output<typeof slack>;

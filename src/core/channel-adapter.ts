@@ -1,0 +1,85 @@
+import type { ChannelId, DeliveryTarget, InboundMessage, OutboundMessage } from './message.ts';
+
+/** Token usage of one turn or one LLM call, normalized across providers. */
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+}
+
+/** What a finished turn produced. */
+export interface TurnResult {
+  sessionKey: string;
+  sessionId: string;
+  correlationId: string;
+  replies: OutboundMessage[];
+  /** Usage of this turn only (all of its LLM calls). */
+  usage: TokenUsage;
+  /** True when any usage figure of the turn was estimated with the tokenizer. */
+  usageEstimated: boolean;
+  /** The model that answered, when an LLM ran. */
+  model?: string;
+  /** How the turn ended. */
+  outcome: 'replied' | 'command' | 'failed' | 'stopped' | 'skipped';
+}
+
+/** Options a built-in channel may pass with a message. */
+export interface SubmitOptions {
+  /** Receives the reply text as it streams. */
+  onDelta?: (text: string) => void;
+  /** Aborts this turn (an HTTP caller that went away). */
+  signal?: AbortSignal;
+}
+
+/** The gateway's answer to a submitted message. */
+export interface Submission {
+  /**
+   * `accepted`: queued on its session's lane; `duplicate`: a redelivery already processed;
+   * `blocked`: refused by the DM/group policy (a pairing code may have been sent); `skipped`: kept as
+   * group context without a run.
+   */
+  status: 'accepted' | 'duplicate' | 'blocked' | 'skipped';
+  sessionKey?: string;
+  correlationId: string;
+  /** Settles when the turn is over (at once unless accepted). Never rejects. */
+  done: Promise<TurnResult | undefined>;
+}
+
+/**
+ * The only handle a channel has on the core. Resolves once the message is accepted (not when it is
+ * answered), so a channel never blocks its intake on a running turn.
+ */
+export type InboundSink = (message: InboundMessage, options?: SubmitOptions) => Promise<Submission>;
+
+/** An HTTP route a channel serves on the gateway's own server (webhooks, the web chat). */
+export interface HttpRoute {
+  method: 'GET' | 'POST';
+  /** Hono-style path, e.g. `/webhooks/telegram/:accountId`. */
+  path: string;
+  handle(request: Request, params: Record<string, string>, context: { correlationId: string }): Promise<Response>;
+}
+
+/** Reported by `GET /status`. */
+export type ChannelStatus = 'starting' | 'running' | 'stopped' | 'failed' | 'disabled';
+
+/** One bot identity on one platform. Created by `channels/<name>/index.ts`. */
+export interface ChannelAdapter {
+  readonly id: ChannelId;
+  readonly accountId: string;
+  /** Current state; `failed` carries `statusDetail`. */
+  readonly status: ChannelStatus;
+  readonly statusDetail?: string;
+  /** Starts intake. Rejects with a ChannelError (one clear line) when the channel cannot start. */
+  start(sink: InboundSink): Promise<void>;
+  /** Stops intake and releases connections. */
+  stop(): Promise<void>;
+  /** Delivers one reply. */
+  send(target: DeliveryTarget, message: OutboundMessage): Promise<void>;
+  /** Shows a typing indicator once (the gateway repeats it while a turn runs). */
+  typing?(target: DeliveryTarget): Promise<void>;
+  /** HTTP routes this channel serves (webhook mode). */
+  routes?(): HttpRoute[];
+  /** The chat commands, for platforms that register them (Telegram `setMyCommands`). */
+  registerCommands?(commands: readonly { command: string; description: string }[]): Promise<void>;
+}

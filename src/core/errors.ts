@@ -1,0 +1,92 @@
+/** Base of every Switchboard error: a stable `code` and a message that says what to do. */
+export class SwitchboardError extends Error {
+  readonly code: string;
+  /** HTTP status to answer with when the error reaches the API. */
+  readonly status: number;
+  constructor(code: string, message: string, options?: { cause?: unknown; status?: number }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.status = options?.status ?? 500;
+  }
+}
+
+/** The configuration is invalid; start-up stops. */
+export class ConfigError extends SwitchboardError {
+  readonly issues: string[];
+  constructor(message: string, issues: string[] = []) {
+    super('CONFIG_INVALID', message, { status: 500 });
+    this.issues = issues;
+  }
+}
+
+/** A request had bad input (HTTP 400). */
+export class BadRequestError extends SwitchboardError {
+  constructor(message: string, code = 'BAD_REQUEST') {
+    super(code, message, { status: 400 });
+  }
+}
+
+/** Something named does not exist (HTTP 404). */
+export class NotFoundError extends SwitchboardError {
+  constructor(message: string, code = 'NOT_FOUND') {
+    super(code, message, { status: 404 });
+  }
+}
+
+/** A session key could not be built or parsed. */
+export class SessionKeyError extends SwitchboardError {
+  constructor(message: string) {
+    super('SESSION_KEY_INVALID', message, { status: 400 });
+  }
+}
+
+/** The session store failed (disk, SQLite). */
+export class StoreError extends SwitchboardError {
+  constructor(message: string, cause?: unknown) {
+    super('STORE_FAILED', message, { cause, status: 500 });
+  }
+}
+
+/** An LLM provider call failed. `retryable` tells whether trying again may help. */
+export class ProviderError extends SwitchboardError {
+  readonly retryable: boolean;
+  readonly providerStatus?: number;
+  constructor(
+    code: 'PROVIDER_FAILED' | 'PROVIDER_RATE_LIMITED' | 'PROVIDER_UNAVAILABLE' | 'PROVIDER_AUTH' | 'CONTEXT_OVERFLOW' | 'PROVIDER_ABORTED',
+    message: string,
+    options: { status?: number; retryable?: boolean; cause?: unknown } = {},
+  ) {
+    super(code, message, { cause: options.cause, status: 502 });
+    this.providerStatus = options.status;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+/** A channel could not start or deliver (bad token, unreachable API). */
+export class ChannelError extends SwitchboardError {
+  constructor(code: string, message: string, cause?: unknown) {
+    super(code, message, { cause, status: 502 });
+  }
+}
+
+/** The gateway is shutting down and takes no new work (HTTP 503). */
+export class ShuttingDownError extends SwitchboardError {
+  constructor() {
+    super('SHUTTING_DOWN', 'The gateway is shutting down; try again once it is back.', { status: 503 });
+  }
+}
+
+/** A turn was stopped with /stop or by shutdown. */
+export class TurnAbortedError extends SwitchboardError {
+  constructor(reason = 'stopped') {
+    super('TURN_ABORTED', `The turn was ${reason}.`, { status: 499 });
+  }
+}
+
+/** True for an AbortSignal-triggered rejection. */
+export function isAbortError(error: unknown): boolean {
+  if (error instanceof TurnAbortedError) return true;
+  if (error instanceof ProviderError && error.code === 'PROVIDER_ABORTED') return true;
+  return error instanceof Error && (error.name === 'AbortError' || error.name === 'APIUserAbortError');
+}

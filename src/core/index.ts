@@ -1,0 +1,6 @@
+export * from './message.ts';
+export * from './errors.ts';
+export * from './clock.ts';
+export * from './logger.ts';
+export * from './secrets.ts';
+export * from './channel-adapter.ts';

@@ -1,0 +1,111 @@
+/** The channels Switchboard knows (SPEC §1). */
+export type ChannelId = 'telegram' | 'discord' | 'slack' | 'webchat' | 'cli' | 'api' | 'internal';
+
+export const CHANNEL_IDS: readonly ChannelId[] = ['telegram', 'discord', 'slack', 'webchat', 'cli', 'api', 'internal'];
+
+/** `direct` = a one-to-one chat; `group` = Telegram groups; `channel` = Discord guild channels, Slack channels. */
+export type ChatType = 'direct' | 'group' | 'channel';
+
+/** A file or media item attached to a message. The agent reads text only for now; attachments are listed. */
+export interface Attachment {
+  type: 'photo' | 'document' | 'voice' | 'audio' | 'video' | 'sticker' | 'file' | 'image' | 'other';
+  /** Platform file id or URL. */
+  fileId: string;
+  name?: string;
+  mimeType?: string;
+  size?: number;
+}
+
+/** Who sent a message. */
+export interface Sender {
+  id: string;
+  name?: string;
+  username?: string;
+  isBot?: boolean;
+}
+
+/**
+ * One platform event, normalized. Channels build it in their pure `normalize.ts`; everything after the
+ * channel boundary sees only this.
+ */
+export interface InboundMessage {
+  /** Platform message id, unique within (channel, accountId). Used for redelivery dedupe. */
+  id: string;
+  /** Optional delivery id when the platform redelivers under its own id (Telegram update_id, Slack event_id). */
+  deliveryId?: string;
+  channel: ChannelId;
+  accountId: string;
+  chatType: ChatType;
+  /** Platform id of the chat the reply goes to (DM channel, group, guild channel). */
+  chatId: string;
+  /** For `direct`: the person. For groups: the sender's id. */
+  peerId: string;
+  /** Group or channel id, for `group` / `channel` chat types. */
+  groupId?: string;
+  /** Enclosing spaces a group allowlist may name (Discord guild id, Slack team id). */
+  containerIds?: string[];
+  /** Thread / topic id when the message is inside one. */
+  threadId?: string;
+  /** `topic` for Telegram forum topics (key segment `:topic:`), else `thread`. */
+  threadKind?: 'thread' | 'topic';
+  sender: Sender;
+  text: string;
+  attachments: Attachment[];
+  replyTo?: { id: string; text?: string; fromBot?: boolean };
+  /** True when the bot was @mentioned, replied to, or addressed with a command. */
+  mentionsBot: boolean;
+  /** Epoch milliseconds. */
+  receivedAt: number;
+  /** Set by the HTTP API from X-Request-Id / X-Trace-Id; otherwise the gateway generates one. */
+  correlationId?: string;
+  /** Agent that should answer; defaults to the first configured agent. */
+  agentId?: string;
+  /** Forces the session key's DM scope (the OpenAI-compatible API always uses per-channel-peer). */
+  dmScope?: 'main' | 'per-peer' | 'per-channel-peer' | 'per-account-channel-peer';
+  /** When true the turn is not persisted as a chat (one-off API calls). */
+  ephemeral?: boolean;
+  /** The platform event, for logs only; never persisted. */
+  raw?: unknown;
+}
+
+/** Where a reply goes. Built by the gateway from the inbound message. */
+export interface DeliveryTarget {
+  channel: ChannelId;
+  accountId: string;
+  chatId: string;
+  chatType: ChatType;
+  threadId?: string;
+  /** Platform id of the message being answered. */
+  replyToId?: string;
+  peerId?: string;
+}
+
+/** What the agent sends back. `text` is markdown; each channel renders it to its own markup. */
+export interface OutboundMessage {
+  text: string;
+  /** One short line shown before the text (automatic reset notices). */
+  notice?: string;
+  replyTo?: string;
+  threadId?: string;
+  attachments?: Attachment[];
+  /** `error` replies are apologies; channels may style them. */
+  kind?: 'reply' | 'command' | 'error' | 'notice' | 'pairing';
+}
+
+/** The full text of an outbound message, notice first. */
+export function outboundText(message: OutboundMessage): string {
+  return message.notice ? `${message.notice}\n\n${message.text}` : message.text;
+}
+
+/** Builds the reply target of an inbound message. */
+export function targetOf(message: InboundMessage): DeliveryTarget {
+  return {
+    channel: message.channel,
+    accountId: message.accountId,
+    chatId: message.chatId,
+    chatType: message.chatType,
+    threadId: message.threadId,
+    replyToId: message.id,
+    peerId: message.peerId,
+  };
+}

@@ -1,0 +1,260 @@
+import { randomUUID } from 'node:crypto';
+import type { AgentRuntime } from '../agent/runtime.ts';
+import type { ChannelAccountConfig, ResolvedConfig } from '../config/resolved.ts';
+import type { ChannelAdapter, InboundSink, Submission, SubmitOptions, TurnResult } from '../core/channel-adapter.ts';
+import type { Clock } from '../core/clock.ts';
+import { isAbortError, ShuttingDownError, SwitchboardError, TurnAbortedError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+import { targetOf, type InboundMessage, type OutboundMessage } from '../core/message.ts';
+import { decideAccess } from '../routing/access-policy.ts';
+import type { PairingStore } from '../routing/pairing.ts';
+import { buildSessionKey } from '../routing/session-key.ts';
+import { GroupContextBuffer } from './group-context.ts';
+import type { Inbox } from './inbox.ts';
+import { LaneScheduler } from './lanes.ts';
+
+/** Channels whose messages are journaled for replay (platform deliveries with no caller waiting). */
+const DURABLE_CHANNELS = new Set(['telegram', 'discord', 'slack']);
+
+/** Options of {@link Gateway}. */
+export interface GatewayOptions {
+  config: ResolvedConfig;
+  runtime: AgentRuntime;
+  clock: Clock;
+  logger: Logger;
+  inbox?: Inbox;
+  pairing?: PairingStore;
+  /** How often the typing indicator is refreshed while a turn runs (default 5 s). */
+  typingIntervalMs?: number;
+}
+
+/** Counters the gateway keeps (read by /status and metrics). */
+export interface GatewayStats {
+  accepted: number;
+  duplicates: number;
+  blocked: number;
+  skipped: number;
+  failed: number;
+}
+
+/**
+ * Between channels and the runtime: dedupe → DM/group policy → session key → the key's lane. Every
+ * message is either answered, answered with an apology, or (on shutdown) left in the journal for the
+ * next start; none is dropped.
+ */
+export class Gateway {
+  readonly lanes: LaneScheduler;
+  readonly stats: GatewayStats = { accepted: 0, duplicates: 0, blocked: 0, skipped: 0, failed: 0 };
+  private readonly options: GatewayOptions;
+  private readonly adapters = new Map<string, ChannelAdapter>();
+  private readonly groupContext: GroupContextBuffer;
+  private closing = false;
+
+  constructor(options: GatewayOptions) {
+    this.options = options;
+    this.lanes = new LaneScheduler({ maxConcurrent: options.config.agentDefaults.maxConcurrent });
+    this.groupContext = new GroupContextBuffer({ limit: options.config.session.groupContextLimit });
+    options.runtime.attachLanes({
+      stop: (key) => this.lanes.stop(key),
+      depth: (key) => this.lanes.depth(key),
+      isRunning: (key) => this.lanes.isRunning(key),
+    });
+  }
+
+  /** The sink handed to every channel. */
+  readonly sink: InboundSink = (message, options) => this.submit(message, options);
+
+  /** Registers a channel adapter so replies and typing can reach it. */
+  addAdapter(adapter: ChannelAdapter): void {
+    this.adapters.set(`${adapter.id}:${adapter.accountId}`, adapter);
+  }
+
+  adapterFor(channel: string, accountId: string): ChannelAdapter | undefined {
+    return this.adapters.get(`${channel}:${accountId}`);
+  }
+
+  /** The session key of a message (SPEC §2). */
+  sessionKeyOf(message: InboundMessage): string {
+    const session = this.options.config.session;
+    const agentId = this.options.runtime.agentFor(message.agentId).id;
+    return buildSessionKey(
+      {
+        agentId, channel: message.channel, accountId: message.accountId, chatType: message.chatType,
+        peerId: message.peerId, groupId: message.groupId, threadId: message.threadId, threadKind: message.threadKind,
+      },
+      { dmScope: message.dmScope ?? session.dmScope, threads: session.threads, identityLinks: session.identityLinks },
+    );
+  }
+
+  /** Accepts one message: resolves once it is queued (or refused), not when it is answered. */
+  async submit(message: InboundMessage, options: SubmitOptions = {}): Promise<Submission> {
+    if (this.closing) throw new ShuttingDownError();
+    const correlationId = message.correlationId ?? randomUUID();
+    const logger = this.options.logger.child({ correlationId, channel: message.channel, accountId: message.accountId });
+    const done = (result?: TurnResult) => Promise.resolve(result);
+    const inbox = this.options.inbox;
+    const durable = Boolean(inbox) && DURABLE_CHANNELS.has(message.channel);
+    if (inbox && (durable || message.deliveryId) && inbox.has(message)) {
+      this.stats.duplicates++;
+      logger.info({ messageId: message.id, deliveryId: message.deliveryId }, 'duplicate delivery ignored');
+      return { status: 'duplicate', correlationId, done: done() };
+    }
+    const isCommand = message.text.trim().startsWith('/');
+    const decision = await decideAccess(message, this.accountConfig(message), this.options.pairing, { isCommand });
+    let sessionKey: string;
+    try {
+      sessionKey = this.sessionKeyOf(message);
+    } catch (error) {
+      logger.warn({ err: error }, 'message has no valid session key; dropped');
+      this.stats.blocked++;
+      return { status: 'blocked', correlationId, done: done() };
+    }
+    if (decision.action === 'block') {
+      this.stats.blocked++;
+      logger.info({ reason: decision.reason, peerId: message.peerId }, 'message refused by policy');
+      if (inbox && durable) inbox.markSeen(message);
+      if (decision.reply) await this.deliver(message, { text: decision.reply, kind: 'pairing', threadId: message.threadId }, logger);
+      return { status: 'blocked', sessionKey, correlationId, done: done() };
+    }
+    if (decision.action === 'skip') {
+      this.stats.skipped++;
+      if (inbox && durable) inbox.markSeen(message);
+      if (message.text.trim()) this.groupContext.add(sessionKey, { name: message.sender.name ?? message.sender.username ?? message.sender.id, text: message.text, at: message.receivedAt });
+      return { status: 'skipped', sessionKey, correlationId, done: done() };
+    }
+    this.stats.accepted++;
+    if (this.options.runtime.isImmediate(message.text)) {
+      return { status: 'accepted', sessionKey, correlationId, done: this.runImmediate(message, sessionKey, correlationId, logger) };
+    }
+    if (durable && inbox) await inbox.accept(message, correlationId);
+    else if (inbox && message.deliveryId) inbox.markSeen(message);
+    return { status: 'accepted', sessionKey, correlationId, done: this.enqueue(message, sessionKey, correlationId, options, logger, durable) };
+  }
+
+  /** Runs work on a session's lane, in order with its messages (admin reset and compact). */
+  runOnLane<T>(key: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    if (this.closing) return Promise.reject(new ShuttingDownError());
+    return new Promise<T>((resolve, reject) => {
+      this.lanes.enqueue(key, (signal) => work(signal).then(resolve, reject));
+    });
+  }
+
+  /** Re-queues messages the journal says were accepted but never answered (after a crash or a stop). */
+  replay(pending: { message: InboundMessage; correlationId: string }[]): number {
+    for (const { message, correlationId } of pending) {
+      const logger = this.options.logger.child({ correlationId, channel: message.channel, accountId: message.accountId });
+      let key: string;
+      try {
+        key = this.sessionKeyOf(message);
+      } catch {
+        continue;
+      }
+      logger.info({ sessionKey: key }, 'replaying a message accepted before the last stop');
+      void this.enqueue(message, key, correlationId, {}, logger, true);
+    }
+    return pending.length;
+  }
+
+  /** Stops intake; waits for running turns up to `graceMs`, then aborts them (they stay journaled for replay). */
+  async close(graceMs: number): Promise<void> {
+    this.closing = true;
+    this.lanes.pause();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), graceMs); });
+    const result = await Promise.race([this.lanes.whenIdle().then(() => 'idle' as const), timeout]);
+    clearTimeout(timer);
+    if (result === 'timeout') {
+      this.lanes.abortAll('shutdown');
+      await this.lanes.whenIdle();
+    }
+  }
+
+  get isClosing(): boolean {
+    return this.closing;
+  }
+
+  private accountConfig(message: InboundMessage): ChannelAccountConfig | undefined {
+    const channels = this.options.config.channels as unknown as Record<string, ChannelAccountConfig[] | undefined>;
+    const list = channels[message.channel];
+    return Array.isArray(list) ? list.find((a) => a.accountId === message.accountId) : undefined;
+  }
+
+  private async runImmediate(message: InboundMessage, key: string, correlationId: string, logger: Logger): Promise<TurnResult | undefined> {
+    try {
+      const result = await this.options.runtime.runImmediate(message, key, correlationId);
+      for (const reply of result.replies) await this.deliver(message, reply, logger);
+      return result;
+    } catch (error) {
+      logger.error({ err: error }, 'command failed');
+      return undefined;
+    }
+  }
+
+  private enqueue(message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean): Promise<TurnResult | undefined> {
+    return new Promise((resolve) => {
+      this.lanes.enqueue(key, async (laneSignal) => {
+        const signal = options.signal ? AbortSignal.any([laneSignal, options.signal]) : laneSignal;
+        const stopTyping = this.startTyping(message, logger);
+        let result: TurnResult | undefined;
+        let finished = true;
+        try {
+          result = await this.options.runtime.runTurn({
+            message, sessionKey: key, correlationId, signal, onDelta: options.onDelta,
+            groupContext: message.chatType === 'direct' ? undefined : this.groupContext.take(key),
+            logger: logger.child({ sessionKey: key }),
+          });
+          stopTyping();
+          for (const reply of result.replies) await this.deliver(message, reply, logger);
+        } catch (error) {
+          stopTyping();
+          result = await this.handleFailure(message, key, correlationId, error, logger);
+          if (this.closing && isAbortError(error)) finished = false;
+        } finally {
+          stopTyping();
+          if (durable && finished) await this.options.inbox?.done(message).catch((err: unknown) => logger.error({ err }, 'could not journal a finished message'));
+          resolve(result);
+        }
+      });
+    });
+  }
+
+  private async handleFailure(message: InboundMessage, key: string, correlationId: string, error: unknown, logger: Logger): Promise<TurnResult> {
+    const base = { sessionKey: key, sessionId: '', correlationId, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, usageEstimated: false };
+    if (error instanceof TurnAbortedError || isAbortError(error)) {
+      logger.info('turn stopped');
+      if (this.closing) return { ...base, replies: [], outcome: 'stopped' };
+      const reply: OutboundMessage = { text: '⏹ Stopped.', kind: 'notice', threadId: message.threadId, replyTo: message.id };
+      await this.deliver(message, reply, logger);
+      return { ...base, replies: [reply], outcome: 'stopped' };
+    }
+    this.stats.failed++;
+    logger.error({ err: error, code: (error as SwitchboardError).code }, 'turn failed');
+    const reply: OutboundMessage = {
+      text: `Sorry, something went wrong while answering that (ref ${correlationId.slice(0, 8)}). Please try again.`,
+      kind: 'error', threadId: message.threadId, replyTo: message.id,
+    };
+    await this.deliver(message, reply, logger);
+    return { ...base, replies: [reply], outcome: 'failed' };
+  }
+
+  private async deliver(message: InboundMessage, reply: OutboundMessage, logger: Logger): Promise<void> {
+    const adapter = this.adapterFor(message.channel, message.accountId);
+    if (!adapter) return;
+    try {
+      await adapter.send(targetOf(message), reply);
+    } catch (error) {
+      logger.error({ err: error }, 'reply could not be delivered');
+    }
+  }
+
+  private startTyping(message: InboundMessage, logger: Logger): () => void {
+    const adapter = this.adapterFor(message.channel, message.accountId);
+    if (!adapter?.typing) return () => undefined;
+    const target = targetOf(message);
+    const tick = () => { adapter.typing!(target).catch((err: unknown) => logger.debug({ err }, 'typing indicator failed')); };
+    tick();
+    const timer = setInterval(tick, this.options.typingIntervalMs ?? 5000);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+}

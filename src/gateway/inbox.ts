@@ -1,0 +1,146 @@
+import { createWriteStream, existsSync, readFileSync, renameSync, writeFileSync, mkdirSync, type WriteStream } from 'node:fs';
+import path from 'node:path';
+import type { Clock } from '../core/clock.ts';
+import type { Logger } from '../core/logger.ts';
+import type { InboundMessage } from '../core/message.ts';
+
+/** The id under which a platform delivery is deduplicated: `<channel>:<account>:<delivery or message id>`. */
+export function deliveryKey(message: InboundMessage): string {
+  return `${message.channel}:${message.accountId}:${message.deliveryId ?? message.id}`;
+}
+
+type Record =
+  | { op: 'in'; key: string; at: number; message: InboundMessage; correlationId: string }
+  | { op: 'done'; key: string; at: number }
+  | { op: 'seen'; key: string; at: number };
+
+/** Options of {@link Inbox}. */
+export interface InboxOptions {
+  file: string;
+  clock: Clock;
+  logger: Logger;
+  /** How long a processed delivery id is remembered for dedupe (default 48 h). */
+  dedupeWindowMs?: number;
+  /** At most this many remembered ids (default 50,000). */
+  maxSeen?: number;
+}
+
+/**
+ * A journal of accepted platform messages (`<stateDir>/inbox.jsonl`). A message is written before the
+ * platform is acknowledged and marked done once answered, so a crash or a stop mid-queue loses nothing:
+ * pending messages are replayed at the next start. The same journal remembers delivery ids, so a
+ * redelivery (Telegram `update_id`, Slack `event_id`, Discord message id) is processed once, across restarts.
+ */
+export class Inbox {
+  private readonly options: InboxOptions;
+  private readonly seen = new Map<string, number>();
+  private readonly pending = new Map<string, { message: InboundMessage; correlationId: string }>();
+  private stream?: WriteStream;
+  private appendsSinceCompaction = 0;
+
+  constructor(options: InboxOptions) {
+    this.options = options;
+  }
+
+  /** Reads the journal, keeps what is pending and recent, and rewrites it compacted. Returns the pending messages. */
+  open(): { message: InboundMessage; correlationId: string }[] {
+    const { file } = this.options;
+    mkdirSync(path.dirname(file), { recursive: true });
+    if (existsSync(file)) {
+      const lines = readFileSync(file, 'utf8').split('\n');
+      for (const [i, line] of lines.entries()) {
+        if (!line.trim()) continue;
+        let record: Record;
+        try {
+          record = JSON.parse(line) as Record;
+        } catch {
+          if (i < lines.length - 1 && lines.slice(i + 1).some((l) => l.trim())) this.options.logger.warn({ file, line: i + 1 }, 'inbox: skipped an unreadable line');
+          continue;
+        }
+        this.apply(record);
+      }
+    }
+    this.compact();
+    return [...this.pending.values()];
+  }
+
+  /** True when this delivery was already accepted (processed or pending). */
+  has(message: InboundMessage): boolean {
+    const key = deliveryKey(message);
+    return this.seen.has(key) || this.pending.has(key);
+  }
+
+  /** Records an accepted message; resolves once it is written. */
+  async accept(message: InboundMessage, correlationId: string): Promise<void> {
+    const { raw: _raw, ...stored } = message;
+    const record: Record = { op: 'in', key: deliveryKey(message), at: this.options.clock.now(), message: stored, correlationId };
+    this.apply(record);
+    await this.write(record);
+  }
+
+  /** Marks a message answered (or given up on). */
+  async done(message: InboundMessage): Promise<void> {
+    const record: Record = { op: 'done', key: deliveryKey(message), at: this.options.clock.now() };
+    this.apply(record);
+    await this.write(record);
+    if (++this.appendsSinceCompaction > 20_000 && this.pending.size < 1000) this.compact();
+  }
+
+  /** Remembers a delivery id without journaling a message (non-durable channels). */
+  markSeen(message: InboundMessage): void {
+    this.seen.set(deliveryKey(message), this.options.clock.now());
+  }
+
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  async close(): Promise<void> {
+    const stream = this.stream;
+    this.stream = undefined;
+    if (stream) await new Promise<void>((resolve) => stream.end(resolve));
+  }
+
+  private apply(record: Record): void {
+    if (record.op === 'in') {
+      this.pending.set(record.key, { message: record.message, correlationId: record.correlationId });
+    } else {
+      this.pending.delete(record.key);
+      this.seen.delete(record.key);
+      this.seen.set(record.key, record.at);
+      this.trimSeen();
+    }
+  }
+
+  private trimSeen(): void {
+    const max = this.options.maxSeen ?? 50_000;
+    const cutoff = this.options.clock.now() - (this.options.dedupeWindowMs ?? 48 * 3_600_000);
+    for (const [key, at] of this.seen) {
+      if (this.seen.size <= max && at >= cutoff) break;
+      this.seen.delete(key);
+    }
+  }
+
+  private write(record: Record): Promise<void> {
+    this.stream ??= createWriteStream(this.options.file, { flags: 'a' });
+    const stream = this.stream;
+    return new Promise((resolve, reject) => {
+      stream.write(`${JSON.stringify(record)}\n`, (error) => (error ? reject(error) : resolve()));
+    });
+  }
+
+  /** Rewrites the journal with only pending messages and recent delivery ids. */
+  private compact(): void {
+    this.trimSeen();
+    const lines: string[] = [];
+    for (const [key, at] of this.seen) lines.push(JSON.stringify({ op: 'seen', key, at }));
+    for (const [key, p] of this.pending) lines.push(JSON.stringify({ op: 'in', key, at: p.message.receivedAt, message: p.message, correlationId: p.correlationId }));
+    const tmp = `${this.options.file}.tmp`;
+    const old = this.stream;
+    this.stream = undefined;
+    old?.end();
+    writeFileSync(tmp, lines.length ? `${lines.join('\n')}\n` : '');
+    renameSync(tmp, this.options.file);
+    this.appendsSinceCompaction = 0;
+  }
+}

@@ -1,0 +1,153 @@
+import { mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { serve, type ServerType } from '@hono/node-server';
+import { createChannelAdapters } from '../channels/index.ts';
+import { AgentRuntime } from './agent/runtime.ts';
+import type { ResolvedConfig } from './config/resolved.ts';
+import type { ChannelAdapter } from './core/channel-adapter.ts';
+import { systemClock, type Clock } from './core/clock.ts';
+import { ConfigError } from './core/errors.ts';
+import { createLogger, type Logger } from './core/logger.ts';
+import { Gateway } from './gateway/gateway.ts';
+import { Inbox } from './gateway/inbox.ts';
+import { mountAdminRoutes } from './http/admin-routes.ts';
+import { createHttpApp } from './http/app.ts';
+import { mountDashboard } from './http/dashboard.ts';
+import { createProviders } from './providers/registry.ts';
+import { PairingStore } from './routing/pairing.ts';
+import { SessionManager } from './sessions/manager.ts';
+import { expiresAt } from './sessions/reset.ts';
+import { KeyvSessionStore } from './sessions/store.ts';
+import { JsonlTranscriptStore } from './sessions/transcript.ts';
+
+export const VERSION = '0.1.0';
+
+/** Options of {@link startGateway}. */
+export interface StartOptions {
+  config: ResolvedConfig;
+  clock?: Clock;
+  logger?: Logger;
+  /** Serve HTTP (default true). */
+  listen?: boolean;
+  /** Replace the configured channels (tests, `switchboard chat`). */
+  adapters?: ChannelAdapter[];
+}
+
+/** A running gateway. */
+export interface RunningGateway {
+  config: ResolvedConfig;
+  /** `http://host:port` when listening. */
+  url?: string;
+  port?: number;
+  gateway: Gateway;
+  runtime: AgentRuntime;
+  sessions: SessionManager;
+  store: KeyvSessionStore;
+  transcripts: JsonlTranscriptStore;
+  adapters: ChannelAdapter[];
+  logger: Logger;
+  startedAt: number;
+  /** Stops intake, finishes or checkpoints running turns, flushes every write, closes everything. */
+  stop(): Promise<void>;
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/;
+
+/** The one wiring point: config → store → runtime → channels → HTTP. */
+export async function startGateway(options: StartOptions): Promise<RunningGateway> {
+  const { config } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: config.secrets });
+  if (options.listen !== false && !LOOPBACK.test(config.gateway.host) && !config.gateway.authToken) {
+    throw new ConfigError(`gateway.host is ${config.gateway.host}, which is reachable from other machines, but gateway.authToken is empty. Set SWITCHBOARD_AUTH_TOKEN (or gateway.authToken), or bind to 127.0.0.1.`);
+  }
+  mkdirSync(config.stateDir, { recursive: true });
+  const store = await KeyvSessionStore.open(config.store);
+  const transcripts = new JsonlTranscriptStore({ dir: path.join(config.stateDir, 'agents', config.agents[0]?.id ?? 'main', 'sessions'), logger });
+  let runtime!: AgentRuntime;
+  const sessions = new SessionManager({
+    store, transcripts, clock, logger,
+    maxActiveSessions: config.session.maxActiveSessions,
+    expiresAt: (entry) => expiresAt(runtime.resetPolicyOf(entry), entry.updatedAt),
+  });
+  const providers = createProviders(config);
+  runtime = new AgentRuntime({ config, sessions, transcripts, providers, clock, logger });
+  const inbox = new Inbox({ file: path.join(config.stateDir, 'inbox.jsonl'), clock, logger });
+  const pending = inbox.open();
+  const pairing = new PairingStore({ uri: config.store, clock });
+  const gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing });
+  const adapters = options.adapters ?? createChannelAdapters(config, { clock, logger, stateDir: config.stateDir });
+  for (const adapter of adapters) gateway.addAdapter(adapter);
+
+  const app = createHttpApp({
+    authToken: config.gateway.authToken,
+    maxBodyBytes: config.gateway.maxBodyBytes,
+    logger,
+    channelRoutes: adapters.flatMap((a) => a.routes?.() ?? []),
+    mounts: [
+      mountAdminRoutes({ store, sessions, transcripts, resetSession: (key) => gateway.runOnLane(key, () => runtime.resetByKey(key, 'admin')) }),
+      mountDashboard,
+    ],
+  });
+
+  let server: ServerType | undefined;
+  let port: number | undefined;
+  if (options.listen !== false) {
+    server = await new Promise<ServerType>((resolve, reject) => {
+      const s = serve({ fetch: app.fetch, hostname: config.gateway.host, port: config.gateway.port }, () => resolve(s));
+      s.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'EADDRINUSE'
+        ? new ConfigError(`Port ${config.gateway.port} on ${config.gateway.host} is in use: stop the other process or set SWITCHBOARD_PORT.`)
+        : error));
+    });
+    port = (server.address() as AddressInfo).port;
+  }
+
+  await Promise.all(adapters.map(async (adapter) => {
+    try {
+      await adapter.start(gateway.sink);
+      logger.info({ channel: adapter.id, accountId: adapter.accountId }, 'channel started');
+    } catch (error) {
+      logger.error({ channel: adapter.id, accountId: adapter.accountId, code: (error as { code?: string }).code }, `channel ${adapter.id}/${adapter.accountId} did not start: ${(error as Error).message}`);
+    }
+  }));
+  if (pending.length) logger.info({ count: gateway.replay(pending) }, 'replayed messages accepted before the last stop');
+
+  const retentionMs = config.session.resetArchiveRetentionDays * 86_400_000;
+  const prune = () => transcripts.pruneArchives(new Date(clock.now()), retentionMs)
+    .then((n) => { if (n) logger.info({ deleted: n }, 'deleted expired transcript archives'); })
+    .catch((err: unknown) => logger.warn({ err }, 'archive pruning failed'));
+  void prune();
+  const pruneTimer = setInterval(prune, 6 * 3_600_000);
+  pruneTimer.unref();
+
+  const host = config.gateway.host.includes(':') ? `[${config.gateway.host}]` : config.gateway.host;
+  const url = port !== undefined ? `http://${host}:${port}` : undefined;
+  const providerInfo = config.providers[config.agents[0]?.providerId ?? 'default'];
+  logger.info({ url, stateDir: config.stateDir, provider: providerInfo?.kind, model: config.agents[0]?.model }, 'Switchboard is running');
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      logger.info('shutting down: no new messages; finishing running turns');
+      await gateway.close(config.gateway.shutdownGraceMs);
+      await Promise.allSettled(adapters.map((a) => a.stop()));
+      if (server) {
+        const s = server;
+        await new Promise<void>((resolve) => {
+          s.close(() => resolve());
+          (s as { closeAllConnections?: () => void }).closeAllConnections?.();
+        });
+      }
+      clearInterval(pruneTimer);
+      await sessions.flush();
+      await inbox.close();
+      await pairing.close().catch(() => undefined);
+      await store.close();
+      logger.info('stopped');
+    })();
+    return stopping;
+  };
+
+  return { config, url, port, gateway, runtime, sessions, store, transcripts, adapters, logger, startedAt: clock.now(), stop };
+}

@@ -1,0 +1,189 @@
+import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionCreateParams } from 'openai/resources/chat/completions';
+import type { TokenUsage } from '../core/channel-adapter.ts';
+import { ProviderError } from '../core/errors.ts';
+import type { ToolCall } from '../sessions/transcript.ts';
+import type { CallOptions, ChatMessage, Provider, ProviderRequest, ProviderResponse } from './types.ts';
+
+/** Options of {@link OpenAIProvider}. */
+export interface OpenAIProviderOptions {
+  id: string;
+  apiKey: string;
+  /** Any OpenAI-compatible endpoint; empty = api.openai.com. */
+  baseUrl?: string;
+  model: string;
+  contextWindow: number;
+  maxTokens: number;
+  correlationHeader: string;
+  maxRetries: number;
+  timeoutMs: number;
+  /** Ask for usage in streams (`stream_options.include_usage`). */
+  streamUsage?: boolean;
+}
+
+/** Any OpenAI-compatible chat completions endpoint, through the official `openai` client. */
+export class OpenAIProvider implements Provider {
+  readonly kind = 'openai' as const;
+  readonly id: string;
+  readonly model: string;
+  readonly contextWindow: number;
+  readonly maxTokens: number;
+  private readonly client: OpenAI;
+  private readonly options: OpenAIProviderOptions;
+  /** Attempts seen per correlation id, counted at the fetch layer so the client's own retries are visible. */
+  private readonly attempts = new Map<string, number>();
+
+  constructor(options: OpenAIProviderOptions) {
+    this.options = options;
+    this.id = options.id;
+    this.model = options.model;
+    this.contextWindow = options.contextWindow;
+    this.maxTokens = options.maxTokens;
+    const header = options.correlationHeader.toLowerCase();
+    const countingFetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const id = new Headers(init?.headers).get(header);
+      if (id) this.attempts.set(id, (this.attempts.get(id) ?? 0) + 1);
+      return fetch(input, init);
+    };
+    this.client = new OpenAI({
+      apiKey: options.apiKey || 'not-needed',
+      baseURL: options.baseUrl || undefined,
+      maxRetries: options.maxRetries,
+      timeout: options.timeoutMs,
+      fetch: countingFetch,
+    });
+  }
+
+  async complete(request: ProviderRequest, options: CallOptions = {}): Promise<ProviderResponse> {
+    const params = {
+      model: request.model,
+      messages: request.messages.map(toOpenAIMessage),
+      max_completion_tokens: request.maxTokens ?? this.maxTokens,
+      ...(request.tools?.length ? { tools: request.tools.map((t) => ({ type: 'function' as const, function: t })) } : {}),
+      ...(request.reasoningEffort ? { reasoning_effort: request.reasoningEffort as 'low' } : {}),
+    } satisfies ChatCompletionCreateParams;
+    const requestOptions = { signal: options.signal, headers: { [this.options.correlationHeader]: request.correlationId } };
+    this.attempts.delete(request.correlationId);
+    try {
+      const response = options.onDelta
+        ? await this.streamed(params, requestOptions, options.onDelta)
+        : await this.plain(params, requestOptions);
+      return { ...response, retries: this.retriesOf(request.correlationId) };
+    } catch (error) {
+      const mapped = mapError(error, this.id);
+      (mapped as { retries?: number }).retries = this.retriesOf(request.correlationId);
+      throw mapped;
+    } finally {
+      this.attempts.delete(request.correlationId);
+    }
+  }
+
+  private retriesOf(correlationId: string): number {
+    return Math.max(0, (this.attempts.get(correlationId) ?? 1) - 1);
+  }
+
+  private async plain(params: ChatCompletionCreateParams & { stream?: false }, requestOptions: object): Promise<Omit<ProviderResponse, 'retries'>> {
+    const completion = await this.client.chat.completions.create({ ...params, stream: false }, requestOptions);
+    const choice = completion.choices[0];
+    const message = choice?.message;
+    return {
+      content: message?.content ?? '',
+      toolCalls: (message?.tool_calls ?? []).flatMap((c) => (c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: c.function.arguments }] : [])),
+      usage: normalizeUsage(completion.usage),
+      finishReason: choice?.finish_reason ?? undefined,
+      model: completion.model || params.model,
+    };
+  }
+
+  private async streamed(params: ChatCompletionCreateParams, requestOptions: object, onDelta: (text: string) => void): Promise<Omit<ProviderResponse, 'retries'>> {
+    const stream = await this.client.chat.completions.create({
+      ...params,
+      stream: true,
+      ...(this.options.streamUsage !== false ? { stream_options: { include_usage: true } } : {}),
+    }, requestOptions);
+    let content = '';
+    let usage: TokenUsage | undefined;
+    let finishReason: string | undefined;
+    let model = params.model;
+    const calls = new Map<number, ToolCall>();
+    for await (const chunk of stream as AsyncIterable<ChatCompletionChunk>) {
+      if (chunk.model) model = chunk.model;
+      if (chunk.usage) usage = normalizeUsage(chunk.usage);
+      const choice = chunk.choices[0];
+      if (!choice) continue;
+      if (choice.finish_reason) finishReason = choice.finish_reason;
+      const delta = choice.delta;
+      if (delta?.content) {
+        content += delta.content;
+        onDelta(delta.content);
+      }
+      for (const call of delta?.tool_calls ?? []) {
+        const current = calls.get(call.index) ?? { id: '', name: '', arguments: '' };
+        if (call.id) current.id = call.id;
+        if (call.function?.name) current.name += call.function.name;
+        if (call.function?.arguments) current.arguments += call.function.arguments;
+        calls.set(call.index, current);
+      }
+    }
+    return { content, toolCalls: [...calls.values()], usage, finishReason, model };
+  }
+}
+
+function toOpenAIMessage(message: ChatMessage): ChatCompletionMessageParam {
+  switch (message.role) {
+    case 'system': return { role: 'system', content: message.content };
+    case 'user': return message.name ? { role: 'user', content: message.content, name: safeName(message.name) } : { role: 'user', content: message.content };
+    case 'tool': return { role: 'tool', content: message.content, tool_call_id: message.toolCallId ?? '' };
+    case 'assistant':
+      return message.toolCalls?.length
+        ? { role: 'assistant', content: message.content || null, tool_calls: message.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
+        : { role: 'assistant', content: message.content };
+  }
+}
+
+function safeName(name: string): string {
+  return name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'user';
+}
+
+/** Maps OpenAI-style usage to ours: cached prompt tokens are cache reads; cache writes where reported. */
+export function normalizeUsage(usage: unknown): TokenUsage | undefined {
+  if (!usage || typeof usage !== 'object') return undefined;
+  const u = usage as {
+    prompt_tokens?: number; completion_tokens?: number;
+    prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number; cache_creation_tokens?: number } | null;
+    cache_creation_input_tokens?: number; cache_read_input_tokens?: number;
+  };
+  if (typeof u.prompt_tokens !== 'number' && typeof u.completion_tokens !== 'number') return undefined;
+  const cacheRead = u.prompt_tokens_details?.cached_tokens ?? u.cache_read_input_tokens ?? 0;
+  const cacheWrite = u.prompt_tokens_details?.cache_write_tokens ?? u.prompt_tokens_details?.cache_creation_tokens ?? u.cache_creation_input_tokens ?? 0;
+  return {
+    inputTokens: Math.max(0, (u.prompt_tokens ?? 0) - cacheRead - cacheWrite),
+    outputTokens: u.completion_tokens ?? 0,
+    cacheReadTokens: cacheRead,
+    cacheWriteTokens: cacheWrite,
+  };
+}
+
+function mapError(error: unknown, providerId: string): ProviderError {
+  if (error instanceof ProviderError) return error;
+  if (error instanceof APIUserAbortError || (error instanceof Error && error.name === 'AbortError')) {
+    return new ProviderError('PROVIDER_ABORTED', 'The call was aborted.', { cause: error });
+  }
+  if (error instanceof APIConnectionError) {
+    return new ProviderError('PROVIDER_UNAVAILABLE', `Provider "${providerId}" is unreachable (${error.message}); check its baseUrl and that the server runs.`, { retryable: true, cause: error });
+  }
+  if (error instanceof APIError) {
+    const status = error.status;
+    const body = error.error as { code?: string; message?: string } | undefined;
+    const detail = body?.message ?? error.message;
+    if (body?.code === 'context_length_exceeded' || /context[_ ]length|maximum context|too many tokens|context window/i.test(detail ?? '')) {
+      return new ProviderError('CONTEXT_OVERFLOW', `The conversation is longer than the model's context window: ${detail}`, { status, cause: error });
+    }
+    if (status === 401 || status === 403) {
+      return new ProviderError('PROVIDER_AUTH', `Provider "${providerId}" refused the API key (HTTP ${status}); check OPENAI_API_KEY.`, { status, cause: error });
+    }
+    if (status === 429) return new ProviderError('PROVIDER_RATE_LIMITED', `Provider "${providerId}" is rate limiting (HTTP 429): ${detail}`, { status, retryable: true, cause: error });
+    return new ProviderError('PROVIDER_FAILED', `Provider "${providerId}" answered HTTP ${status ?? '?'}: ${detail}`, { status, retryable: (status ?? 500) >= 500, cause: error });
+  }
+  return new ProviderError('PROVIDER_FAILED', `Provider "${providerId}" failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+}

@@ -1,0 +1,60 @@
+import type { TokenUsage } from '../core/channel-adapter.ts';
+import type { ToolCall } from '../sessions/transcript.ts';
+
+/** One message of an LLM request. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  name?: string;
+  toolCalls?: ToolCall[];
+  toolCallId?: string;
+}
+
+/** A function the model may call (JSON schema parameters). */
+export interface ToolSchema {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** One LLM call. */
+export interface ProviderRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools?: ToolSchema[];
+  maxTokens?: number;
+  /** Sent upstream in the provider's correlation header. */
+  correlationId: string;
+  reasoningEffort?: string;
+}
+
+/** What one LLM call returned. */
+export interface ProviderResponse {
+  content: string;
+  toolCalls: ToolCall[];
+  /** Provider-reported usage; undefined when the provider reported none. */
+  usage?: TokenUsage;
+  finishReason?: string;
+  /** The model the provider says answered. */
+  model: string;
+  /** Attempts beyond the first (429/5xx/connection retries). */
+  retries: number;
+}
+
+/** Per-call options. */
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** When given, the call streams and each text delta is passed here. */
+  onDelta?: (text: string) => void;
+}
+
+/** An LLM backend. Errors are ProviderError with `retryable` and the provider's status. */
+export interface Provider {
+  readonly id: string;
+  readonly kind: 'openai' | 'offline';
+  /** Default model of this provider. */
+  readonly model: string;
+  readonly contextWindow: number;
+  readonly maxTokens: number;
+  complete(request: ProviderRequest, options?: CallOptions): Promise<ProviderResponse>;
+}

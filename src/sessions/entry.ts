@@ -1,0 +1,69 @@
+import type { ChannelId, ChatType, DeliveryTarget } from '../core/message.ts';
+
+/** Lifecycle state of a session (SPEC §4). */
+export type SessionState = 'active' | 'paused' | 'expired';
+
+/** What the session's agent is doing (SPEC §4). */
+export type RunState = 'idle' | 'running' | 'continuing' | 'paused' | 'blocked' | 'budget-limited' | 'completed' | 'failed';
+
+/** Per-session settings changed by chat commands. */
+export interface SessionOverrides {
+  model?: string;
+  reasoningEffort?: string;
+  systemPrompt?: string;
+  toolPreset?: string;
+  /** IANA zone for this session's daily reset (`/timezone`). */
+  timezone?: string;
+  /** Standing goal (`/goal`). */
+  goal?: string;
+}
+
+/** Token totals of a session (all of its turns). */
+export interface SessionTokens {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+/** The persisted record of one session key (SPEC §4). Times are epoch milliseconds. */
+export interface SessionEntry {
+  key: string;
+  /** UUID of the key's current transcript. */
+  sessionId: string;
+  agentId: string;
+  channel: ChannelId;
+  accountId: string;
+  chatType: ChatType;
+  peerId?: string;
+  groupId?: string;
+  threadId?: string;
+  parentKey?: string;
+  displayName?: string;
+  createdAt: number;
+  updatedAt: number;
+  state: SessionState;
+  runState: RunState;
+  overrides: SessionOverrides;
+  tokens: SessionTokens;
+  /** Tokens of the last request's context (what the model saw). */
+  contextTokens: number;
+  compactionCount: number;
+  lastResetReason?: 'daily' | 'idle' | 'manual' | 'admin';
+  /** When the current session id began. */
+  sessionStartedAt: number;
+  /** Number of messages in the current transcript. */
+  messageCount: number;
+  /** Time of the last LLM request (pruning's cache TTL counts from it). */
+  lastRequestAt?: number;
+  /** Where the last reply went, so background work and replays can reach the chat. */
+  deliveryTarget?: DeliveryTarget;
+}
+
+export function emptyTokens(): SessionTokens {
+  return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+}
+
+export function totalTokens(tokens: SessionTokens): number {
+  return tokens.input + tokens.output + tokens.cacheRead + tokens.cacheWrite;
+}

@@ -1,0 +1,254 @@
+import { randomUUID } from 'node:crypto';
+import pRetry from 'p-retry';
+import type { Clock } from '../core/clock.ts';
+import type { Logger } from '../core/logger.ts';
+import type { ChannelId, ChatType } from '../core/message.ts';
+import { emptyTokens, type SessionEntry } from './entry.ts';
+import type { SessionStore } from './store.ts';
+import type { TranscriptStore } from './transcript.ts';
+
+/** What a new session entry is made from. */
+export interface SessionInit {
+  key: string;
+  agentId: string;
+  channel: ChannelId;
+  accountId: string;
+  chatType: ChatType;
+  peerId?: string;
+  groupId?: string;
+  threadId?: string;
+  parentKey?: string;
+  displayName?: string;
+}
+
+/** A session in the active cache. `entry` is the live record; the manager persists it. */
+export interface ActiveSession {
+  readonly key: string;
+  entry: SessionEntry;
+  /** Turns holding it; a held session is never evicted. */
+  holds: number;
+}
+
+/** Options of {@link SessionManager}. */
+export interface SessionManagerOptions {
+  store: SessionStore;
+  transcripts: TranscriptStore & { forget?(sessionId: string): void };
+  clock: Clock;
+  logger: Logger;
+  maxActiveSessions: number;
+  /** When an idle session expires under its reset policy (used to evict expired sessions first). */
+  expiresAt: (entry: SessionEntry) => number;
+  /** Retry schedule of entry writes. */
+  retry?: { retries: number; minTimeout: number; maxTimeout: number };
+  onEvict?: (entry: SessionEntry) => void;
+}
+
+/** How far from the least-recently-active end eviction looks for an expired session. */
+const EXPIRY_SCAN = 32;
+
+/**
+ * The active-session cache (SPEC §3): admission (cache → store → create), a hard bound on the number of
+ * sessions in memory, expired-then-least-recently-active eviction (memory only), and entry persistence
+ * with retry. Loads of different keys run in parallel; loads of one key are shared.
+ */
+export class SessionManager {
+  private readonly active = new Map<string, ActiveSession>();
+  private readonly loading = new Map<string, Promise<SessionEntry>>();
+  private readonly writes = new Map<string, Promise<void>>();
+  /** Entries whose last write failed after every retry; written again by {@link flush}. */
+  private readonly unsaved = new Map<string, SessionEntry>();
+  private readonly slotWaiters: (() => void)[] = [];
+  private readonly options: SessionManagerOptions;
+  private evictions = 0;
+
+  constructor(options: SessionManagerOptions) {
+    this.options = options;
+  }
+
+  get size(): number {
+    return this.active.size;
+  }
+
+  get evictionCount(): number {
+    return this.evictions;
+  }
+
+  /** The cached session of a key, if active. */
+  peek(key: string): ActiveSession | undefined {
+    return this.active.get(key);
+  }
+
+  activeSessions(): IterableIterator<ActiveSession> {
+    return this.active.values();
+  }
+
+  /**
+   * Admits a session and holds it (it cannot be evicted until {@link release}). Loads it from the store
+   * or creates it on a miss.
+   */
+  async acquire(init: SessionInit): Promise<ActiveSession> {
+    for (;;) {
+      const cached = this.active.get(init.key);
+      if (cached) {
+        this.touch(cached);
+        cached.holds++;
+        return cached;
+      }
+      const entry = await this.load(init);
+      const raced = this.active.get(init.key);
+      if (raced) continue;
+      if (this.active.size >= this.options.maxActiveSessions && !this.evictOne()) {
+        await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
+        continue;
+      }
+      const session: ActiveSession = { key: init.key, entry, holds: 1 };
+      this.active.set(init.key, session);
+      return session;
+    }
+  }
+
+  /** Ends a hold taken by {@link acquire}. */
+  release(session: ActiveSession): void {
+    session.holds = Math.max(0, session.holds - 1);
+    if (session.holds === 0) this.slotWaiters.shift()?.();
+  }
+
+  /** Admits without holding (read access, tests). */
+  async admit(init: SessionInit): Promise<ActiveSession> {
+    const session = await this.acquire(init);
+    this.release(session);
+    return session;
+  }
+
+  /** Reads an entry: the live one if active, else the stored one. */
+  async get(key: string): Promise<SessionEntry | undefined> {
+    return this.active.get(key)?.entry ?? (await this.options.store.get(key));
+  }
+
+  /** Persists an entry; retries with backoff; writes of one key stay in order. */
+  save(entry: SessionEntry): Promise<void> {
+    const snapshot = structuredClone(entry);
+    const previous = this.writes.get(entry.key) ?? Promise.resolve();
+    const retry = this.options.retry ?? { retries: 5, minTimeout: 50, maxTimeout: 2000 };
+    const write = previous.then(() => pRetry(() => this.options.store.set(snapshot), {
+      ...retry,
+      onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
+        this.options.logger.warn({ err: error, key: entry.key, attemptNumber, retriesLeft }, 'session store write failed; retrying');
+      },
+    }));
+    const settled: Promise<void> = write.then(
+      () => { this.unsaved.delete(entry.key); },
+      () => { this.unsaved.set(entry.key, entry); },
+    ).finally(() => {
+      if (this.writes.get(entry.key) === settled) this.writes.delete(entry.key);
+    });
+    this.writes.set(entry.key, settled);
+    const tracked = write;
+    return tracked;
+  }
+
+  /** Waits for every pending entry write. */
+  async flush(): Promise<void> {
+    while (this.writes.size) await Promise.allSettled([...this.writes.values()]);
+    const retry = [...this.unsaved.values()];
+    this.unsaved.clear();
+    await Promise.allSettled(retry.map((entry) => this.save(entry)));
+    while (this.writes.size) await Promise.allSettled([...this.writes.values()]);
+  }
+
+  /** Keys whose latest state is not on disk (their writes failed after every retry). */
+  get unsavedCount(): number {
+    return this.unsaved.size;
+  }
+
+  /**
+   * Starts a new session id for the key: archives the old transcript and persists the entry.
+   * Token totals stay (they are the key's history); context figures start over.
+   */
+  async reset(session: ActiveSession, reason: NonNullable<SessionEntry['lastResetReason']>): Promise<SessionEntry> {
+    const now = this.options.clock.now();
+    const old = session.entry;
+    if (old.messageCount > 0) await this.options.transcripts.archive(old.sessionId, new Date(now));
+    else this.options.transcripts.forget?.(old.sessionId);
+    session.entry = {
+      ...old,
+      sessionId: randomUUID(),
+      sessionStartedAt: now,
+      updatedAt: now,
+      state: 'active',
+      runState: 'idle',
+      contextTokens: 0,
+      compactionCount: 0,
+      messageCount: 0,
+      lastResetReason: reason,
+      lastRequestAt: undefined,
+    };
+    await this.save(session.entry);
+    return session.entry;
+  }
+
+  /** Drops every unheld session from memory (nothing persisted is touched). */
+  evictAll(): void {
+    for (const session of [...this.active.values()]) if (session.holds === 0) this.evict(session);
+  }
+
+  private async load(init: SessionInit): Promise<SessionEntry> {
+    let pending = this.loading.get(init.key);
+    if (!pending) {
+      pending = this.loadOrCreate(init).finally(() => this.loading.delete(init.key));
+      this.loading.set(init.key, pending);
+    }
+    return pending;
+  }
+
+  private async loadOrCreate(init: SessionInit): Promise<SessionEntry> {
+    const stored = await this.options.store.get(init.key);
+    if (stored) return stored;
+    const now = this.options.clock.now();
+    return {
+      ...init,
+      sessionId: randomUUID(),
+      createdAt: now,
+      updatedAt: now,
+      sessionStartedAt: now,
+      state: 'active',
+      runState: 'idle',
+      overrides: {},
+      tokens: emptyTokens(),
+      contextTokens: 0,
+      compactionCount: 0,
+      messageCount: 0,
+    };
+  }
+
+  private touch(session: ActiveSession): void {
+    this.active.delete(session.key);
+    this.active.set(session.key, session);
+  }
+
+  /** Evicts one unheld session: an expired one near the idle end first, else the least recently active. */
+  private evictOne(): boolean {
+    const now = this.options.clock.now();
+    let oldest: ActiveSession | undefined;
+    let scanned = 0;
+    for (const session of this.active.values()) {
+      if (session.holds > 0) continue;
+      oldest ??= session;
+      if (this.options.expiresAt(session.entry) <= now) {
+        this.evict(session);
+        return true;
+      }
+      if (++scanned >= EXPIRY_SCAN) break;
+    }
+    if (!oldest) return false;
+    this.evict(oldest);
+    return true;
+  }
+
+  private evict(session: ActiveSession): void {
+    this.active.delete(session.key);
+    this.evictions++;
+    this.options.transcripts.forget?.(session.entry.sessionId);
+    this.options.onEvict?.(session.entry);
+  }
+}

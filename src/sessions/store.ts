@@ -1,0 +1,149 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Keyv from 'keyv';
+import KeyvSqlite from '@keyv/sqlite';
+import { StoreError } from '../core/errors.ts';
+import type { SessionEntry } from './entry.ts';
+
+/** Filters of {@link SessionStore.list}. */
+export interface ListSessionsOptions {
+  channel?: string;
+  /** At most this many (default 100, max 1000). */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+/** One page of sessions, ordered by key. */
+export interface SessionPage {
+  entries: SessionEntry[];
+  nextCursor?: string;
+}
+
+/** Persistent session entries (keyv). */
+export interface SessionStore {
+  get(key: string): Promise<SessionEntry | undefined>;
+  set(entry: SessionEntry): Promise<void>;
+  delete(key: string): Promise<boolean>;
+  list(options?: ListSessionsOptions): Promise<SessionPage>;
+  count(): Promise<number>;
+  close(): Promise<void>;
+}
+
+const NAMESPACE = 'sessions';
+
+/**
+ * Session entries in keyv. With a `sqlite://` URI it uses `@keyv/sqlite` in WAL mode (readers in other
+ * processes, such as `switchboard sessions`, never block the gateway) and pages with an index range scan.
+ */
+export class KeyvSessionStore implements SessionStore {
+  private readonly keyv: Keyv<SessionEntry>;
+  private readonly sqlite?: KeyvSqlite;
+  private readonly ready: Promise<void>;
+
+  private constructor(keyv: Keyv<SessionEntry>, sqlite: KeyvSqlite | undefined, ready: Promise<void>) {
+    this.keyv = keyv;
+    this.sqlite = sqlite;
+    this.ready = ready;
+  }
+
+  /** Opens the store at a keyv URI (`sqlite://path` or any keyv adapter URI whose package is installed). */
+  static async open(uri: string): Promise<KeyvSessionStore> {
+    if (uri.startsWith('sqlite://')) {
+      const file = uri.slice('sqlite://'.length);
+      if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+      const sqlite = new KeyvSqlite({ uri, table: 'keyv', keySize: 1024, busyTimeout: 5000 });
+      const keyv = new Keyv<SessionEntry>({ store: sqlite, namespace: NAMESPACE, useKeyPrefix: true });
+      const ready = (async () => {
+        await sqlite.query('PRAGMA journal_mode=WAL');
+        await sqlite.query('PRAGMA synchronous=NORMAL');
+      })().catch((error: unknown) => {
+        throw new StoreError(`Cannot open the session store at ${file}: ${(error as Error).message}. Check that the folder is writable.`, error);
+      });
+      await ready;
+      return new KeyvSessionStore(keyv, sqlite, ready);
+    }
+    const scheme = uri.split(':')[0] ?? '';
+    let adapter: unknown;
+    try {
+      const mod = (await import(`@keyv/${scheme}`)) as { default: new (uri: string) => unknown };
+      adapter = new mod.default(uri);
+    } catch (error) {
+      throw new StoreError(`The store URI "${scheme}://..." needs the package @keyv/${scheme}: run npm install @keyv/${scheme}, or use sqlite://.`, error);
+    }
+    const keyv = new Keyv<SessionEntry>({ store: adapter as never, namespace: NAMESPACE });
+    return new KeyvSessionStore(keyv, undefined, Promise.resolve());
+  }
+
+  async get(key: string): Promise<SessionEntry | undefined> {
+    try {
+      return (await this.keyv.get(key)) ?? undefined;
+    } catch (error) {
+      throw new StoreError(`Reading session ${key} failed: ${(error as Error).message}`, error);
+    }
+  }
+
+  async set(entry: SessionEntry): Promise<void> {
+    let ok: boolean;
+    try {
+      ok = await this.keyv.set(entry.key, entry);
+    } catch (error) {
+      throw new StoreError(`Writing session ${entry.key} failed: ${(error as Error).message}`, error);
+    }
+    if (!ok) throw new StoreError(`Writing session ${entry.key} failed.`);
+  }
+
+  async delete(key: string): Promise<boolean> {
+    return this.keyv.delete(key);
+  }
+
+  async list(options: ListSessionsOptions = {}): Promise<SessionPage> {
+    const limit = Math.min(Math.max(options.limit ?? 100, 1), 1000);
+    const entries: SessionEntry[] = [];
+    if (this.sqlite) {
+      let after = `${NAMESPACE}:${options.cursor ?? ''}`;
+      // Scan in pages so a channel filter still returns up to `limit` rows.
+      for (;;) {
+        const rows = (await this.sqlite.query(
+          'SELECT key, value FROM keyv WHERE key > ? AND key < ? ORDER BY key LIMIT ?', after, `${NAMESPACE};`, limit + 1,
+        )) as { key: string; value: string }[];
+        for (const row of rows) {
+          const entry = await this.decode(row.value);
+          after = row.key;
+          if (!entry || (options.channel && entry.channel !== options.channel)) continue;
+          if (entries.length === limit) return { entries, nextCursor: entries[entries.length - 1]?.key };
+          entries.push(entry);
+        }
+        if (rows.length <= limit) return { entries };
+      }
+    }
+    const all: SessionEntry[] = [];
+    for await (const [, value] of this.keyv.iterator!(NAMESPACE) as AsyncGenerator<[string, SessionEntry]>) {
+      if (!options.channel || value.channel === options.channel) all.push(value);
+    }
+    all.sort((a, b) => (a.key < b.key ? -1 : 1));
+    const start = options.cursor ? all.findIndex((e) => e.key > options.cursor!) : 0;
+    const page = start < 0 ? [] : all.slice(start, start + limit);
+    return { entries: page, nextCursor: start >= 0 && start + limit < all.length ? page[page.length - 1]?.key : undefined };
+  }
+
+  async count(): Promise<number> {
+    if (this.sqlite) {
+      const rows = (await this.sqlite.query('SELECT count(*) AS n FROM keyv WHERE key > ? AND key < ?', `${NAMESPACE}:`, `${NAMESPACE};`)) as { n: number }[];
+      return rows[0]?.n ?? 0;
+    }
+    let n = 0;
+    for await (const _ of this.keyv.iterator!(NAMESPACE)) n++;
+    return n;
+  }
+
+  async close(): Promise<void> {
+    await this.ready.catch(() => undefined);
+    await this.keyv.disconnect();
+  }
+
+  private async decode(raw: string): Promise<SessionEntry | undefined> {
+    const data = (await this.keyv.deserialize!(raw)) as { value?: SessionEntry } | undefined;
+    return data?.value;
+  }
+}

@@ -1,0 +1,119 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One request the fake received. */
+export interface RecordedRequest {
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: {
+    model: string;
+    messages: { role: string; content: string | null; name?: string; tool_calls?: unknown[]; tool_call_id?: string }[];
+    stream?: boolean;
+    stream_options?: { include_usage?: boolean };
+    tools?: unknown[];
+    [key: string]: unknown;
+  };
+  /** The raw JSON text, for byte comparisons. */
+  raw: string;
+}
+
+/** What the fake answers to one request. */
+export interface FakeReply {
+  content?: string;
+  toolCalls?: { id: string; name: string; arguments: string }[];
+  /** `null` = report no usage at all. */
+  usage?: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens?: number } } | null;
+  /** Answer with this HTTP error instead. */
+  status?: number;
+  error?: { message: string; type?: string; code?: string };
+  headers?: Record<string, string>;
+  /** Wait this long before answering (ms); the request's abort ends it early. */
+  delayMs?: number;
+}
+
+/** A fake OpenAI-compatible server on 127.0.0.1: records every request; replies from a script or a function. */
+export interface FakeOpenAI {
+  baseURL: string;
+  requests: RecordedRequest[];
+  /** Replies used in order; when empty, `fallback` answers. */
+  script: FakeReply[];
+  fallback: (request: RecordedRequest) => FakeReply;
+  close(): Promise<void>;
+}
+
+export async function startFakeOpenAI(fallback?: (request: RecordedRequest) => FakeReply): Promise<FakeOpenAI> {
+  const fake: FakeOpenAI = {
+    baseURL: '',
+    requests: [],
+    script: [],
+    fallback: fallback ?? ((r) => ({ content: `echo: ${lastUser(r)}` })),
+    close: async () => undefined,
+  };
+  let n = 0;
+  const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    if (req.method === 'GET' && path === '/v1/models') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ object: 'list', data: [{ id: 'gpt-test', object: 'model', owned_by: 'fake' }] }));
+      return;
+    }
+    if (req.method !== 'POST' || path !== '/v1/chat/completions') {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error' } }));
+      return;
+    }
+    const recorded: RecordedRequest = { path, headers: req.headers, body: JSON.parse(raw), raw };
+    fake.requests.push(recorded);
+    const reply = fake.script.shift() ?? fake.fallback(recorded);
+    if (reply.delayMs) {
+      const closed = await new Promise<boolean>((resolve) => {
+        const t = setTimeout(() => resolve(false), reply.delayMs);
+        res.once('close', () => { clearTimeout(t); resolve(true); });
+      });
+      if (closed) return;
+    }
+    if (reply.status && reply.status >= 400) {
+      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
+      res.end(JSON.stringify({ error: { type: 'invalid_request_error', message: 'error', ...reply.error } }));
+      return;
+    }
+    const id = `chatcmpl-${++n}`;
+    const created = Math.floor(Date.now() / 1000);
+    const model = recorded.body.model;
+    const content = reply.content ?? '';
+    const usage = reply.usage === null ? undefined : reply.usage ?? { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+    const toolCalls = reply.toolCalls?.map((c, index) => ({ index, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+    if (!recorded.body.stream) {
+      res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': `req_${n}`, ...reply.headers });
+      res.end(JSON.stringify({
+        id, object: 'chat.completion', created, model,
+        choices: [{ index: 0, message: { role: 'assistant', content: toolCalls ? (content || null) : content, refusal: null, ...(toolCalls ? { tool_calls: toolCalls.map(({ index: _i, ...c }) => c) } : {}) }, finish_reason: toolCalls ? 'tool_calls' : 'stop', logprobs: null }],
+        ...(usage ? { usage: { total_tokens: usage.prompt_tokens + usage.completion_tokens, ...usage } } : {}),
+      }));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...reply.headers });
+    const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices, ...extra })}\n\n`);
+    chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
+    for (const piece of content.match(/\S+\s*|\s+/g) ?? []) chunk([{ index: 0, delta: { content: piece }, finish_reason: null }]);
+    if (toolCalls) chunk([{ index: 0, delta: { tool_calls: toolCalls }, finish_reason: null }]);
+    chunk([{ index: 0, delta: {}, finish_reason: toolCalls ? 'tool_calls' : 'stop' }]);
+    if (recorded.body.stream_options?.include_usage && usage) chunk([], { usage: { total_tokens: usage.prompt_tokens + usage.completion_tokens, ...usage } });
+    res.end('data: [DONE]\n\n');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  fake.close = () => new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
+  return fake;
+}
+
+/** Text of the last user message of a request. */
+export function lastUser(request: RecordedRequest): string {
+  const users = request.body.messages.filter((m) => m.role === 'user');
+  return users[users.length - 1]?.content ?? '';
+}
