@@ -54,6 +54,12 @@ export interface RunningGateway {
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/;
 
+/** The chat commands, as platforms list them (`setMyCommands`). */
+function chatCommands(runtime: AgentRuntime, config: ResolvedConfig): { command: string; description: string }[] {
+  const triggers = config.session.resetTriggers.filter((t) => /^\/[a-z0-9_]{1,32}$/.test(t)).map((t) => ({ command: t.slice(1), description: 'start a new session' }));
+  return [...triggers, ...runtime.commands.list().map((c) => ({ command: c.name, description: c.description }))];
+}
+
 /** The one wiring point: config → store → runtime → channels → HTTP. */
 export async function startGateway(options: StartOptions): Promise<RunningGateway> {
   const { config } = options;
@@ -107,6 +113,8 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     try {
       await adapter.start(gateway.sink);
       logger.info({ channel: adapter.id, accountId: adapter.accountId }, 'channel started');
+      await adapter.registerCommands?.(chatCommands(runtime, config))
+        .catch((err: unknown) => logger.warn({ err, channel: adapter.id, accountId: adapter.accountId }, 'could not register chat commands'));
     } catch (error) {
       logger.error({ channel: adapter.id, accountId: adapter.accountId, code: (error as { code?: string }).code }, `channel ${adapter.id}/${adapter.accountId} did not start: ${(error as Error).message}`);
     }
