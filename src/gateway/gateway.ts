@@ -135,7 +135,7 @@ export class Gateway {
   runOnLane<T>(key: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
     if (this.closing) return Promise.reject(new ShuttingDownError());
     return new Promise<T>((resolve, reject) => {
-      this.lanes.enqueue(key, (signal) => work(signal).then(resolve, reject));
+      this.lanes.enqueue(key, (signal) => work(signal).then(resolve, reject), () => reject(new ShuttingDownError()));
     });
   }
 
@@ -167,6 +167,8 @@ export class Gateway {
       this.lanes.abortAll('shutdown');
       await this.lanes.whenIdle();
     }
+    // Queued messages of platform channels stay in the journal and are replayed at the next start.
+    this.lanes.cancelQueued();
   }
 
   get isClosing(): boolean {
@@ -214,7 +216,7 @@ export class Gateway {
           if (durable && finished) await this.options.inbox?.done(message).catch((err: unknown) => logger.error({ err }, 'could not journal a finished message'));
           resolve(result);
         }
-      });
+      }, () => resolve(undefined));
     });
   }
 

@@ -1,9 +1,15 @@
 /** One unit of work on a lane; gets a signal that `/stop` or shutdown aborts. */
 export type LaneJob = (signal: AbortSignal) => Promise<void>;
 
+interface QueuedJob {
+  run: LaneJob;
+  /** Called instead of `run` when the job is dropped at shutdown. */
+  cancel?: () => void;
+}
+
 interface Lane {
   key: string;
-  queue: LaneJob[];
+  queue: QueuedJob[];
   running?: AbortController;
 }
 
@@ -27,13 +33,13 @@ export class LaneScheduler {
   }
 
   /** Queues a job on its key's lane. */
-  enqueue(key: string, job: LaneJob): void {
+  enqueue(key: string, job: LaneJob, cancel?: () => void): void {
     let lane = this.lanes.get(key);
     if (!lane) {
       lane = { key, queue: [] };
       this.lanes.set(key, lane);
     }
-    lane.queue.push(job);
+    lane.queue.push({ run: job, cancel });
     if (!lane.running && lane.queue.length === 1) this.ready.push(lane);
     this.pump();
   }
@@ -76,6 +82,20 @@ export class LaneScheduler {
     for (const lane of this.lanes.values()) lane.running?.abort(new Error(reason));
   }
 
+  /** Drops every queued job (shutdown), calling their `cancel`. Returns how many were dropped. */
+  cancelQueued(): number {
+    let dropped = 0;
+    for (const lane of this.lanes.values()) {
+      for (const job of lane.queue.splice(0)) {
+        dropped++;
+        job.cancel?.();
+      }
+      if (!lane.running) this.lanes.delete(lane.key);
+    }
+    this.ready.length = 0;
+    return dropped;
+  }
+
   /** Resolves when no job runs (and, unless paused, none is queued). */
   whenIdle(): Promise<void> {
     if (this.isIdle()) return Promise.resolve();
@@ -96,7 +116,7 @@ export class LaneScheduler {
     if (this.isIdle()) for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
-  private start(lane: Lane, job: LaneJob): void {
+  private start(lane: Lane, job: QueuedJob): void {
     const controller = new AbortController();
     lane.running = controller;
     this.running++;
@@ -109,7 +129,7 @@ export class LaneScheduler {
     };
     let result: Promise<void>;
     try {
-      result = job(controller.signal);
+      result = job.run(controller.signal);
     } catch (error) {
       result = Promise.reject(error);
     }

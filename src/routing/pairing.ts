@@ -1,4 +1,6 @@
 import { randomInt } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
 import Keyv from 'keyv';
 import KeyvSqlite from '@keyv/sqlite';
 import type { Clock } from '../core/clock.ts';
@@ -42,6 +44,9 @@ export class PairingStore {
   private readonly clock: Clock;
 
   constructor(options: { uri: string; clock: Clock }) {
+    if (options.uri.startsWith('sqlite://') && !options.uri.endsWith(':memory:')) {
+      mkdirSync(path.dirname(path.resolve(options.uri.slice('sqlite://'.length))), { recursive: true });
+    }
     const store = options.uri.startsWith('sqlite://') ? new KeyvSqlite({ uri: options.uri, table: 'keyv', keySize: 1024, busyTimeout: 5000 }) : undefined;
     this.keyv = new Keyv({ store: store ?? new Map(), namespace: 'pairing' });
     this.clock = options.clock;
