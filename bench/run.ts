@@ -1,0 +1,82 @@
+// `npm run bench`: measures the gateway against the floor of this machine, each figure beside a baseline
+// measured in the same run. Prints a table and writes bench/results/latest.json. Asserts nothing.
+//   BENCH_QUICK=1         smaller sizes (a quick look, not the reported figures)
+//   BENCH_ONLY=e2e,store  run only some parts (e2e, store, startup, memory, context)
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startFakeLlmProcess } from './child.ts';
+import { runE2eBench } from './e2e-bench.ts';
+import { runMemoryBench } from './memory-bench.ts';
+import { runStartupBench } from './startup-bench.ts';
+import { runStoreBench } from './store-bench.ts';
+
+const quick = process.env.BENCH_QUICK === '1';
+const only = new Set((process.env.BENCH_ONLY ?? 'e2e,store,startup,memory,context').split(',').map((s) => s.trim()));
+const root = path.resolve(import.meta.dirname, '..');
+const work = path.join(os.tmpdir(), `switchboard-bench-${process.pid}`);
+
+function table(title: string, rows: Record<string, unknown>[]): void {
+  if (!rows.length) return;
+  process.stdout.write(`\n${title}\n`);
+  console.table(rows);
+}
+
+async function main(): Promise<void> {
+  await mkdir(work, { recursive: true });
+  const results: Record<string, unknown> = {
+    at: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, quick,
+  };
+  try {
+    if (only.has('e2e')) {
+      const llm = await startFakeLlmProcess();
+      try {
+        const e2e = await runE2eBench({
+          baseURL: llm.baseURL, dir: path.join(work, 'e2e'), concurrencies: [1, 16, 256],
+          messages: (c) => (quick ? Math.max(300, c * 4) : Math.max(3000, c * 20)),
+        });
+        results.e2e = e2e;
+        table('1. End to end (gateway vs floor: same openai client + one JSONL append per message)', e2e.map((l) => ({
+          sessions: l.concurrency, messages: l.messages, 'floor msg/s': l.floor.messagesPerSecond, 'gateway msg/s': l.gateway.messagesPerSecond,
+          'gateway/floor': l.throughputRatio, 'floor p50 ms': l.floor.p50Ms, 'gw p50 ms': l.gateway.p50Ms, 'floor p99 ms': l.floor.p99Ms, 'gw p99 ms': l.gateway.p99Ms, 'added p99 ms': l.addedP99Ms,
+        })));
+      } finally {
+        await llm.stop();
+      }
+    }
+    if (only.has('store')) {
+      const store = await runStoreBench({ dir: work, sizes: quick ? [100, 10_000] : [100, 10_000, 100_000, 1_000_000], turns: quick ? 500 : 2000 });
+      results.store = store;
+      table('2. Per-turn persistence (entry update + transcript append) vs raw SQLite upsert + JSONL append', store.map((l) => ({
+        'stored sessions': l.storedSessions, 'gateway µs': l.gateway.meanUs, 'gateway p99 µs': l.gateway.p99Us, 'raw µs': l.raw.meanUs, 'raw p99 µs': l.raw.p99Us, 'gateway/raw': l.ratio, 'populate s': l.populateSeconds,
+      })));
+    }
+    if (only.has('startup')) {
+      const startup = await runStartupBench({ dir: work, stored: quick ? 10_000 : 100_000, runs: quick ? 2 : 5 });
+      results.startup = startup;
+      table('3a. Start-up: spawn → /healthz answering', [{ 'stored sessions': startup.storedSessions, 'empty ms': startup.emptyMs, 'with sessions ms': startup.withSessionsMs, ratio: startup.ratio }]);
+    }
+    if (only.has('memory')) {
+      const memory = await runMemoryBench({ dir: work, count: 10_000 });
+      results.memory = memory;
+      table('3b. Memory per idle active session (10k admitted)', [{ 'RSS bytes/session': memory.rssBytesPerSession, 'heap bytes/session': memory.heapBytesPerSession, 'entry JSON bytes': memory.entryJsonBytes, 'heap/JSON': memory.heapToJsonRatio, 'gc exposed': memory.gcExposed }]);
+    }
+    if (only.has('context')) {
+      const context = await import('./context-bench.ts').then((m: { runContextBench?: (o?: { quick?: boolean }) => Promise<Record<string, unknown>> }) => m.runContextBench?.({ quick }), () => undefined);
+      if (context) {
+        results.context = context;
+        process.stdout.write(`\n4. Tokenizer and context\n${JSON.stringify(context, null, 2)}\n`);
+      }
+    }
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  await mkdir(path.join(root, 'bench/results'), { recursive: true });
+  await writeFile(path.join(root, 'bench/results/latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+  process.stdout.write('\nWritten to bench/results/latest.json\n');
+}
+
+main().then(() => process.exit(0), (error: unknown) => {
+  process.stderr.write(`bench failed: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,55 @@
+import { spawn } from 'node:child_process';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { populateSessions } from './populate.ts';
+import { stopChild } from './child.ts';
+import { nowMs, percentile, round } from './stats.ts';
+
+const root = path.resolve(import.meta.dirname, '..');
+
+/** Spawns `switchboard start` on a state folder and measures spawn → first 200 from /healthz. */
+async function timeToHealthy(stateDir: string): Promise<number> {
+  const t0 = nowMs();
+  const child = spawn(process.execPath, [path.join(root, 'bin/switchboard.mjs'), 'start'], {
+    cwd: path.dirname(stateDir), env: { PATH: process.env.PATH, SWITCHBOARD_STATE_DIR: stateDir, SWITCHBOARD_PORT: '0', SWITCHBOARD_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: child.stdout! }).on('line', (line) => {
+        const parsed = JSON.parse(line) as { url?: string };
+        if (parsed.url) resolve(parsed.url);
+      });
+      child.once('exit', (code) => reject(new Error(`gateway exited with ${code}`)));
+    });
+    for (;;) {
+      const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+      if (ok) return nowMs() - t0;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  } finally {
+    await stopChild(child);
+  }
+}
+
+/** Start-up time with `stored` sessions against an empty state folder (median of `runs`). */
+export async function runStartupBench(options: { dir: string; stored: number; runs: number }) {
+  const empty = path.join(options.dir, 'startup-empty', 'data');
+  const full = path.join(options.dir, 'startup-full', 'data');
+  await rm(path.dirname(empty), { recursive: true, force: true });
+  await rm(path.dirname(full), { recursive: true, force: true });
+  await mkdir(empty, { recursive: true });
+  await populateSessions(path.join(full, 'sessions.sqlite'), options.stored);
+  const emptyRuns: number[] = [];
+  const fullRuns: number[] = [];
+  await timeToHealthy(empty); // warm the loader's cache
+  for (let i = 0; i < options.runs; i++) {
+    emptyRuns.push(await timeToHealthy(empty));
+    fullRuns.push(await timeToHealthy(full));
+  }
+  const e = percentile(emptyRuns, 50);
+  const f = percentile(fullRuns, 50);
+  await rm(path.dirname(full), { recursive: true, force: true });
+  return { storedSessions: options.stored, emptyMs: round(e, 0), withSessionsMs: round(f, 0), ratio: round(f / e, 2), runs: options.runs };
+}
