@@ -1,19 +1,31 @@
 import type { ResolvedConfig } from '../src/config/resolved.ts';
 import type { ChannelAdapter } from '../src/core/channel-adapter.ts';
-import { createDiscordChannel } from './discord/index.ts';
-import { createSlackChannel } from './slack/index.ts';
-import { createTelegramChannel } from './telegram/index.ts';
 import type { ChannelFactoryContext } from './types.ts';
 import { createWebchatChannel } from './webchat/index.ts';
 
 export type { ChannelFactoryContext } from './types.ts';
 
-/** One adapter per enabled account of every platform, plus the web chat. */
-export function createChannelAdapters(config: ResolvedConfig, context: ChannelFactoryContext): ChannelAdapter[] {
+/**
+ * One adapter per enabled account of every platform, plus the web chat. Platform SDKs are loaded only when
+ * one of their accounts is enabled, so a gateway without them starts fast.
+ */
+export async function createChannelAdapters(config: ResolvedConfig, context: ChannelFactoryContext): Promise<ChannelAdapter[]> {
   const adapters: ChannelAdapter[] = [];
   if (config.channels.webchat.enabled) adapters.push(createWebchatChannel({ clock: context.clock }));
-  for (const account of config.channels.telegram) if (account.enabled) adapters.push(createTelegramChannel({ ...context, account }));
-  for (const account of config.channels.discord) if (account.enabled) adapters.push(createDiscordChannel({ ...context, account }));
-  for (const account of config.channels.slack) if (account.enabled) adapters.push(createSlackChannel({ ...context, account }));
+  const telegram = config.channels.telegram.filter((a) => a.enabled);
+  if (telegram.length) {
+    const { createTelegramChannel } = await import('./telegram/index.ts');
+    for (const account of telegram) adapters.push(createTelegramChannel({ ...context, account }));
+  }
+  const discord = config.channels.discord.filter((a) => a.enabled);
+  if (discord.length) {
+    const { createDiscordChannel } = await import('./discord/index.ts');
+    for (const account of discord) adapters.push(createDiscordChannel({ ...context, account }));
+  }
+  const slack = config.channels.slack.filter((a) => a.enabled);
+  if (slack.length) {
+    const { createSlackChannel } = await import('./slack/index.ts');
+    for (const account of slack) adapters.push(createSlackChannel({ ...context, account }));
+  }
   return adapters;
 }

@@ -3,6 +3,9 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { createChannelAdapters } from '../channels/index.ts';
+import { Accounting } from './accounting/accounting.ts';
+import { buildStatusReport, type StatusReport } from './accounting/status-report.ts';
+import { registerGatewayCommands } from './agent/builtin-commands.ts';
 import { AgentRuntime } from './agent/runtime.ts';
 import type { ResolvedConfig } from './config/resolved.ts';
 import type { ChannelAdapter } from './core/channel-adapter.ts';
@@ -14,6 +17,8 @@ import { Inbox } from './gateway/inbox.ts';
 import { mountAdminRoutes } from './http/admin-routes.ts';
 import { createHttpApp } from './http/app.ts';
 import { mountDashboard } from './http/dashboard.ts';
+import { mountOpenAIRoutes } from './http/openai-routes.ts';
+import { mountStatusRoutes } from './http/status-routes.ts';
 import { createProviders } from './providers/registry.ts';
 import { PairingStore } from './routing/pairing.ts';
 import { SessionManager } from './sessions/manager.ts';
@@ -48,6 +53,10 @@ export interface RunningGateway {
   adapters: ChannelAdapter[];
   logger: Logger;
   startedAt: number;
+  /** Token ledger, runtime totals, provider tracker, metrics. */
+  accounting: Accounting;
+  /** What `GET /status` answers. */
+  status(): Promise<StatusReport>;
   /** Stops intake, finishes or checkpoints running turns, flushes every write, closes everything. */
   stop(): Promise<void>;
 }
@@ -64,6 +73,7 @@ function chatCommands(runtime: AgentRuntime, config: ResolvedConfig): { command:
 export async function startGateway(options: StartOptions): Promise<RunningGateway> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
+  const startedAt = clock.now();
   const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: config.secrets });
   if (options.listen !== false && !LOOPBACK.test(config.gateway.host) && !config.gateway.authToken) {
     throw new ConfigError(`gateway.host is ${config.gateway.host}, which is reachable from other machines, but gateway.authToken is empty. Set SWITCHBOARD_AUTH_TOKEN (or gateway.authToken), or bind to 127.0.0.1.`);
@@ -83,8 +93,35 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const pending = inbox.open();
   const pairing = new PairingStore({ uri: config.store, clock });
   const gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing });
-  const adapters = options.adapters ?? createChannelAdapters(config, { clock, logger, stateDir: config.stateDir });
+  const adapters = options.adapters ?? await createChannelAdapters(config, { clock, logger, stateDir: config.stateDir });
   for (const adapter of adapters) gateway.addAdapter(adapter);
+
+  const accounting = new Accounting({
+    stateDir: config.stateDir, logger, startedAt,
+    metrics: {
+      activeSessions: () => sessions.size,
+      evictions: () => sessions.evictionCount,
+      queueDepth: () => gateway.lanes.totalQueued(),
+      runningTurns: () => gateway.lanes.runningCount,
+      messages: () => ({ ...gateway.stats }),
+    },
+  });
+  await accounting.open();
+  runtime.events.subscribe(accounting.observer);
+  let server: ServerType | undefined;
+  const status = () => buildStatusReport({
+    version: VERSION, startedAt, now: () => clock.now(),
+    channels: () => [
+      ...adapters.map((a) => ({ id: a.id, accountId: a.accountId, status: a.status, ...(a.statusDetail ? { detail: a.statusDetail } : {}) })),
+      { id: 'api', accountId: 'default', status: server ? 'running' as const : 'disabled' as const },
+    ],
+    activeSessions: () => sessions.size,
+    persistedSessions: () => store.count(),
+    providers: Object.values(config.providers).map((p) => ({ id: p.id, kind: p.kind, model: p.model, contextWindow: p.contextWindow })),
+    tracker: accounting.providers,
+    queue: () => ({ running: gateway.lanes.runningCount, queued: gateway.lanes.totalQueued() }),
+  });
+  registerGatewayCommands(runtime.commands, { status, usage: () => accounting.totals.snapshot() });
 
   const app = createHttpApp({
     authToken: config.gateway.authToken,
@@ -92,12 +129,14 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     logger,
     channelRoutes: adapters.flatMap((a) => a.routes?.() ?? []),
     mounts: [
-      mountAdminRoutes({ store, sessions, transcripts, resetSession: (key) => gateway.runOnLane(key, () => runtime.resetByKey(key, 'admin')) }),
+      mountAdminRoutes({ store, sessions, transcripts, resetSession: (key) => gateway.runOnLane(key, () => runtime.resetByKey(key, 'admin')),
+        compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)) }),
+      mountOpenAIRoutes({ config, sink: gateway.sink, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
+      mountStatusRoutes({ accounting, status, sessionEntry: (key) => sessions.get(key) }),
       mountDashboard,
     ],
   });
 
-  let server: ServerType | undefined;
   let port: number | undefined;
   if (options.listen !== false) {
     server = await new Promise<ServerType>((resolve, reject) => {
@@ -148,6 +187,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         });
       }
       clearInterval(pruneTimer);
+      await accounting.flush();
       await sessions.flush();
       await inbox.close();
       await pairing.close().catch(() => undefined);
@@ -157,5 +197,5 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     return stopping;
   };
 
-  return { config, url, port, gateway, runtime, sessions, store, transcripts, adapters, logger, startedAt: clock.now(), stop };
+  return { config, url, port, gateway, runtime, sessions, store, transcripts, adapters, logger, startedAt, accounting, status, stop };
 }
