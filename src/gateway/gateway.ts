@@ -94,11 +94,23 @@ export class Gateway {
     const done = (result?: TurnResult) => Promise.resolve(result);
     const inbox = this.options.inbox;
     const durable = Boolean(inbox) && DURABLE_CHANNELS.has(message.channel);
-    if (inbox && (durable || message.deliveryId) && inbox.has(message)) {
+    const deduped = Boolean(inbox) && (durable || Boolean(message.deliveryId));
+    if (inbox && deduped && !inbox.claim(message)) {
       this.stats.duplicates++;
       logger.info({ messageId: message.id, deliveryId: message.deliveryId }, 'duplicate delivery ignored');
       return { status: 'duplicate', correlationId, done: done() };
     }
+    try {
+      return await this.route(message, options, correlationId, logger, durable, deduped);
+    } catch (error) {
+      if (inbox && deduped) inbox.unclaim(message);
+      throw error;
+    }
+  }
+
+  private async route(message: InboundMessage, options: SubmitOptions, correlationId: string, logger: Logger, durable: boolean, deduped: boolean): Promise<Submission> {
+    const done = (result?: TurnResult) => Promise.resolve(result);
+    const inbox = this.options.inbox;
     const isCommand = message.text.trim().startsWith('/');
     const decision = await decideAccess(message, this.accountConfig(message), this.options.pairing, { isCommand });
     let sessionKey: string;
@@ -107,27 +119,29 @@ export class Gateway {
     } catch (error) {
       logger.warn({ err: error }, 'message has no valid session key; dropped');
       this.stats.blocked++;
+      if (inbox && deduped) inbox.markSeen(message);
       return { status: 'blocked', correlationId, done: done() };
     }
     if (decision.action === 'block') {
       this.stats.blocked++;
       logger.info({ reason: decision.reason, peerId: message.peerId }, 'message refused by policy');
-      if (inbox && durable) inbox.markSeen(message);
+      if (inbox && deduped) inbox.markSeen(message);
       if (decision.reply) await this.deliver(message, { text: decision.reply, kind: 'pairing', threadId: message.threadId }, logger);
       return { status: 'blocked', sessionKey, correlationId, done: done() };
     }
     if (decision.action === 'skip') {
       this.stats.skipped++;
-      if (inbox && durable) inbox.markSeen(message);
+      if (inbox && deduped) inbox.markSeen(message);
       if (message.text.trim()) this.groupContext.add(sessionKey, { name: message.sender.name ?? message.sender.username ?? message.sender.id, text: message.text, at: message.receivedAt });
       return { status: 'skipped', sessionKey, correlationId, done: done() };
     }
     this.stats.accepted++;
     if (this.options.runtime.isImmediate(message.text)) {
+      if (inbox && deduped) inbox.markSeen(message);
       return { status: 'accepted', sessionKey, correlationId, done: this.runImmediate(message, sessionKey, correlationId, logger) };
     }
     if (durable && inbox) await inbox.accept(message, correlationId);
-    else if (inbox && message.deliveryId) inbox.markSeen(message);
+    else if (inbox && deduped) inbox.markSeen(message);
     return { status: 'accepted', sessionKey, correlationId, done: this.enqueue(message, sessionKey, correlationId, options, logger, durable) };
   }
 

@@ -35,6 +35,7 @@ export class Inbox {
   private readonly options: InboxOptions;
   private readonly seen = new Map<string, number>();
   private readonly pending = new Map<string, { message: InboundMessage; correlationId: string }>();
+  private readonly claimed = new Set<string>();
   private stream?: WriteStream;
   private appendsSinceCompaction = 0;
 
@@ -64,10 +65,25 @@ export class Inbox {
     return [...this.pending.values()];
   }
 
-  /** True when this delivery was already accepted (processed or pending). */
+  /** True when this delivery was already accepted (processed, pending, or being decided right now). */
   has(message: InboundMessage): boolean {
     const key = deliveryKey(message);
-    return this.seen.has(key) || this.pending.has(key);
+    return this.seen.has(key) || this.pending.has(key) || this.claimed.has(key);
+  }
+
+  /**
+   * Claims a delivery synchronously, before any await, so that a copy submitted at the same moment is seen
+   * as a duplicate. Returns false when it was already claimed or known. Settle with accept, markSeen or unclaim.
+   */
+  claim(message: InboundMessage): boolean {
+    if (this.has(message)) return false;
+    this.claimed.add(deliveryKey(message));
+    return true;
+  }
+
+  /** Gives a claim back (the message was not taken in, e.g. it could not be routed). */
+  unclaim(message: InboundMessage): void {
+    this.claimed.delete(deliveryKey(message));
   }
 
   /** Records an accepted message; resolves once it is written. */
@@ -88,7 +104,9 @@ export class Inbox {
 
   /** Remembers a delivery id without journaling a message (non-durable channels). */
   markSeen(message: InboundMessage): void {
-    this.seen.set(deliveryKey(message), this.options.clock.now());
+    const key = deliveryKey(message);
+    this.claimed.delete(key);
+    this.seen.set(key, this.options.clock.now());
   }
 
   get pendingCount(): number {
@@ -102,6 +120,7 @@ export class Inbox {
   }
 
   private apply(record: Record): void {
+    this.claimed.delete(record.key);
     if (record.op === 'in') {
       this.pending.set(record.key, { message: record.message, correlationId: record.correlationId });
     } else {
