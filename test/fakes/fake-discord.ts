@@ -1,0 +1,323 @@
+import { EventEmitter } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
+
+/**
+ * A fake Discord on 127.0.0.1 for the real discord.js: the REST API under `/api/v10` and the Gateway
+ * (HELLO, IDENTIFY → READY, GUILD_CREATE, heartbeats, dispatches) on one HTTP server.
+ */
+
+/** One REST call the fake received. */
+export interface DiscordRestCall {
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: Record<string, unknown> | undefined;
+  /** The status the fake answered with. */
+  status: number;
+}
+
+/** A user as Discord sends it. */
+export interface FakeUser {
+  id: string;
+  username: string;
+  global_name?: string | null;
+  bot?: boolean;
+}
+
+/** A guild for GUILD_CREATE. */
+export interface FakeGuild {
+  id: string;
+  name?: string;
+  channels: { id: string; name?: string; type?: number }[];
+  threads?: { id: string; parent_id: string; name?: string; type?: number }[];
+  /** The role Discord manages for the bot in this guild (mentioning it addresses the bot). */
+  botRoleId?: string;
+}
+
+/** Options of {@link startFakeDiscord}. */
+export interface FakeDiscordOptions {
+  token?: string;
+  bot?: FakeUser;
+  guilds?: FakeGuild[];
+  heartbeatMs?: number;
+  /** Close the gateway with this code right after IDENTIFY (4004 bad token, 4014 disallowed intents). */
+  closeOnIdentify?: number;
+  /** Never answer IDENTIFY (a gateway that hangs). */
+  silentOnIdentify?: boolean;
+}
+
+/** The fake and its controls. */
+export interface FakeDiscord {
+  /** Pass as DISCORD_API_BASE / `rest.api`. */
+  api: string;
+  token: string;
+  bot: FakeUser;
+  calls: DiscordRestCall[];
+  heartbeats: number;
+  identifies: number;
+  /** Drops the gateway connection without a close frame (the client resumes). */
+  dropConnection(): void;
+  /** Gateway RESUMEs received. */
+  resumes: number;
+  /** Sends a dispatch event to the connected client. */
+  dispatch(t: string, d: unknown): void;
+  /** Dispatches MESSAGE_CREATE, filling every field Discord sends; returns the payload. */
+  message(fields: FakeMessageFields): Record<string, unknown>;
+  /** The next REST call matching `match` is answered 429 with `retry_after` seconds. */
+  rateLimitOnce(match: (method: string, path: string) => boolean, retryAfterSeconds?: number): void;
+  /** Resolves with the first call (recorded or future) matching `match`. */
+  waitForCall(match: (call: DiscordRestCall) => boolean, timeoutMs?: number): Promise<DiscordRestCall>;
+  /** `POST /channels/:id/messages` calls answered 200, optionally for one channel. */
+  posts(channelId?: string): DiscordRestCall[];
+  close(): Promise<void>;
+}
+
+/** What a test sets on a message; the rest is filled in. */
+export interface FakeMessageFields {
+  channel_id: string;
+  content: string;
+  author?: FakeUser;
+  id?: string;
+  guild_id?: string;
+  /** 1 = DM, 0 = guild text, 11 = public thread. Defaults from `guild_id`. */
+  channel_type?: number;
+  mentions?: FakeUser[];
+  mention_roles?: string[];
+  referenced_message?: Record<string, unknown>;
+  attachments?: Record<string, unknown>[];
+}
+
+let nextSnowflake = 1_300_000_000_000_000_000n;
+/** A fresh numeric snowflake id. */
+export function snowflake(): string {
+  nextSnowflake += 1n;
+  return nextSnowflake.toString();
+}
+
+const iso = () => new Date().toISOString();
+
+export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
+  const token = options.token ?? 'fake-discord-token.XYZ';
+  const bot: FakeUser = options.bot ?? { id: '1000000000000000001', username: 'switchboard', global_name: null, bot: true };
+  const guilds = options.guilds ?? [];
+  const events = new EventEmitter();
+  const sockets = new Set<WebSocket>();
+  const rateLimits: { match: (method: string, path: string) => boolean; retryAfter: number }[] = [];
+  let port = 0;
+  let seq = 0;
+  let socket: WebSocket | undefined;
+
+  const channelById = (id: string) => {
+    for (const g of guilds) {
+      const c = g.channels.find((x) => x.id === id);
+      if (c) return channelPayload(g.id, c);
+      const t = g.threads?.find((x) => x.id === id);
+      if (t) return threadPayload(g.id, t, bot.id);
+    }
+    return undefined;
+  };
+
+  const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    const method = req.method ?? 'GET';
+    const call: DiscordRestCall = { method, path, headers: req.headers, body: raw ? safeJson(raw) : undefined, status: 200 };
+    const reply = (status: number, body?: unknown, headers: Record<string, string> = {}) => {
+      call.status = status;
+      fake.calls.push(call);
+      if (body === undefined) res.writeHead(status, headers).end(); // 204 without content-type, as Discord does
+      else res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+      events.emit('call', call);
+    };
+    if (req.headers.authorization !== `Bot ${token}`) return reply(401, { message: '401: Unauthorized', code: 0 });
+    const limited = rateLimits.findIndex((r) => r.match(method, path));
+    if (limited >= 0) {
+      const retryAfter = rateLimits.splice(limited, 1)[0]?.retryAfter ?? 0;
+      return reply(429, { message: 'You are being rate limited.', retry_after: retryAfter, global: false }, {
+        'retry-after': String(retryAfter), 'x-ratelimit-limit': '5', 'x-ratelimit-remaining': '0',
+        'x-ratelimit-reset-after': String(retryAfter), 'x-ratelimit-bucket': 'fake-bucket', 'x-ratelimit-scope': 'user',
+      });
+    }
+    let m: RegExpExecArray | null;
+    if (method === 'GET' && path === '/api/v10/gateway/bot') {
+      return reply(200, { url: `ws://127.0.0.1:${port}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 } });
+    }
+    if (method === 'GET' && path === '/api/v10/users/@me') return reply(200, userPayload(bot));
+    if (method === 'POST' && (m = /^\/api\/v10\/channels\/(\d+)\/typing$/.exec(path))) return reply(204);
+    if (method === 'POST' && (m = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(path))) {
+      const body = call.body ?? {};
+      return reply(200, messagePayload({ id: snowflake(), channel_id: m[1]!, author: bot, content: String(body.content ?? '') }));
+    }
+    if (method === 'PATCH' && (m = /^\/api\/v10\/channels\/(\d+)\/messages\/(\d+)$/.exec(path))) {
+      return reply(200, messagePayload({ id: m[2]!, channel_id: m[1]!, author: bot, content: String(call.body?.content ?? '') }));
+    }
+    if (method === 'GET' && (m = /^\/api\/v10\/channels\/(\d+)$/.exec(path))) {
+      const channel = channelById(m[1]!);
+      return channel ? reply(200, channel) : reply(404, { message: 'Unknown Channel', code: 10003 });
+    }
+    return reply(404, { message: '404: Not Found', code: 0 });
+  });
+
+  const wss = new WebSocketServer({ server, path: '/gateway' });
+  const send = (ws: WebSocket, payload: unknown) => ws.send(JSON.stringify(payload));
+  wss.on('connection', (ws) => {
+    sockets.add(ws);
+    socket = ws;
+    ws.on('close', () => sockets.delete(ws));
+    send(ws, { op: 10, d: { heartbeat_interval: options.heartbeatMs ?? 41_250 }, s: null, t: null });
+    ws.on('message', (data) => {
+      const packet = safeJson(data.toString()) as { op?: number; d?: { token?: string; shard?: unknown } } | undefined;
+      if (packet?.op === 1) {
+        fake.heartbeats++;
+        send(ws, { op: 11, d: null, s: null, t: null });
+      } else if (packet?.op === 6) {
+        fake.resumes++;
+        fake.dispatch('RESUMED', {});
+      } else if (packet?.op === 2) {
+        fake.identifies++;
+        if (packet.d?.token !== token) return ws.close(4004, 'Authentication failed.');
+        if (options.closeOnIdentify) return ws.close(options.closeOnIdentify, 'Disallowed intent(s).');
+        if (options.silentOnIdentify) return undefined;
+        fake.dispatch('READY', {
+          v: 10, user: userPayload(bot), session_id: 'fake-session', resume_gateway_url: `ws://127.0.0.1:${port}/gateway`,
+          guilds: guilds.map((g) => ({ id: g.id, unavailable: true })), private_channels: [], shard: packet.d.shard ?? [0, 1],
+          application: { id: bot.id, flags: 0 },
+        });
+        for (const g of guilds) fake.dispatch('GUILD_CREATE', guildPayload(g, bot));
+      }
+    });
+  });
+
+  const fake: FakeDiscord = {
+    api: '',
+    token,
+    bot,
+    calls: [],
+    heartbeats: 0,
+    identifies: 0,
+    resumes: 0,
+    dropConnection() {
+      socket?.terminate();
+      socket = undefined;
+    },
+    dispatch(t, d) {
+      if (!socket) throw new Error('fake discord: no gateway connection');
+      send(socket, { op: 0, t, s: ++seq, d });
+    },
+    message(fields) {
+      const payload = messagePayload({
+        id: fields.id ?? snowflake(),
+        channel_id: fields.channel_id,
+        author: fields.author ?? { id: '2000000000000000002', username: 'alice', global_name: 'Alice' },
+        content: fields.content,
+        mentions: fields.mentions,
+        mention_roles: fields.mention_roles,
+        attachments: fields.attachments,
+        referenced_message: fields.referenced_message,
+      });
+      if (fields.guild_id) {
+        payload.guild_id = fields.guild_id;
+        payload.member = { roles: [], joined_at: iso(), deaf: false, mute: false, flags: 0 };
+      }
+      payload.channel_type = fields.channel_type ?? (fields.guild_id ? 0 : 1);
+      fake.dispatch('MESSAGE_CREATE', payload);
+      return payload;
+    },
+    rateLimitOnce(match, retryAfterSeconds = 0.05) {
+      rateLimits.push({ match, retryAfter: retryAfterSeconds });
+    },
+    waitForCall(match, timeoutMs = 5000) {
+      const found = fake.calls.find(match);
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const onCall = (call: DiscordRestCall) => {
+          if (!match(call)) return;
+          clearTimeout(timer);
+          events.off('call', onCall);
+          resolve(call);
+        };
+        const timer = setTimeout(() => {
+          events.off('call', onCall);
+          reject(new Error(`fake discord: no matching REST call within ${timeoutMs} ms; calls: ${fake.calls.map((c) => `${c.method} ${c.path} ${c.status}`).join(', ')}`));
+        }, timeoutMs);
+        events.on('call', onCall);
+      });
+    },
+    posts(channelId) {
+      return fake.calls.filter((c) => c.method === 'POST' && c.status === 200 && /\/messages$/.test(c.path)
+        && (!channelId || c.path === `/api/v10/channels/${channelId}/messages`));
+    },
+    close: () => new Promise<void>((resolve) => {
+      for (const ws of sockets) ws.terminate();
+      wss.close();
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  port = (server.address() as AddressInfo).port;
+  fake.api = `http://127.0.0.1:${port}/api`;
+  return fake;
+}
+
+function safeJson(text: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
+function userPayload(u: FakeUser): Record<string, unknown> {
+  return { id: u.id, username: u.username, discriminator: '0', global_name: u.global_name ?? null, avatar: null, bot: u.bot ?? false };
+}
+
+function messagePayload(m: {
+  id: string; channel_id: string; author: FakeUser; content: string; mentions?: FakeUser[]; mention_roles?: string[];
+  attachments?: Record<string, unknown>[]; referenced_message?: Record<string, unknown>;
+}): Record<string, unknown> {
+  return {
+    id: m.id, channel_id: m.channel_id, author: userPayload(m.author), content: m.content, timestamp: iso(), edited_timestamp: null,
+    tts: false, mention_everyone: false, mentions: (m.mentions ?? []).map(userPayload), mention_roles: m.mention_roles ?? [],
+    attachments: m.attachments ?? [], embeds: [], pinned: false, type: m.referenced_message ? 19 : 0,
+    ...(m.referenced_message ? { referenced_message: m.referenced_message, message_reference: { type: 0, message_id: m.referenced_message.id, channel_id: m.channel_id } } : {}),
+  };
+}
+
+function channelPayload(guildId: string, c: FakeGuild['channels'][number]): Record<string, unknown> {
+  return {
+    id: c.id, type: c.type ?? 0, guild_id: guildId, name: c.name ?? `channel-${c.id.slice(-4)}`, position: 0, permission_overwrites: [],
+    parent_id: null, nsfw: false, topic: null, last_message_id: null, rate_limit_per_user: 0, flags: 0,
+  };
+}
+
+function threadPayload(guildId: string, t: NonNullable<FakeGuild['threads']>[number], ownerId: string): Record<string, unknown> {
+  return {
+    id: t.id, type: t.type ?? 11, guild_id: guildId, parent_id: t.parent_id, name: t.name ?? `thread-${t.id.slice(-4)}`, owner_id: ownerId,
+    last_message_id: null, rate_limit_per_user: 0, message_count: 0, member_count: 1, flags: 0,
+    thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: iso(), locked: false },
+  };
+}
+
+function guildPayload(g: FakeGuild, bot: FakeUser): Record<string, unknown> {
+  const roles: Record<string, unknown>[] = [
+    { id: g.id, name: '@everyone', color: 0, hoist: false, position: 0, permissions: '1071698660929', managed: false, mentionable: false, flags: 0 },
+  ];
+  if (g.botRoleId) {
+    roles.push({ id: g.botRoleId, name: bot.username, color: 0, hoist: false, position: 1, permissions: '2048', managed: true, mentionable: true, flags: 0, tags: { bot_id: bot.id } });
+  }
+  return {
+    id: g.id, name: g.name ?? `guild-${g.id.slice(-4)}`, icon: null, splash: null, discovery_splash: null, owner_id: '2000000000000000009',
+    afk_channel_id: null, afk_timeout: 300, verification_level: 0, default_message_notifications: 0, explicit_content_filter: 0,
+    roles, emojis: [], stickers: [], features: [], mfa_level: 0, application_id: null, system_channel_id: null, system_channel_flags: 0,
+    rules_channel_id: null, vanity_url_code: null, description: null, banner: null, premium_tier: 0, preferred_locale: 'en-US',
+    public_updates_channel_id: null, nsfw_level: 0, premium_progress_bar_enabled: false,
+    joined_at: iso(), large: false, unavailable: false, member_count: 2, voice_states: [], presences: [], stage_instances: [], guild_scheduled_events: [],
+    members: [{ user: userPayload(bot), roles: g.botRoleId ? [g.botRoleId] : [], joined_at: iso(), deaf: false, mute: false, flags: 0 }],
+    channels: g.channels.map((c) => channelPayload(g.id, c)),
+    threads: (g.threads ?? []).map((t) => threadPayload(g.id, t, bot.id)),
+  };
+}
