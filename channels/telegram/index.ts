@@ -1,25 +1,209 @@
-import type { ChannelAdapter, ChannelStatus } from '../../src/core/channel-adapter.ts';
-import { ChannelError } from '../../src/core/errors.ts';
-import type { ChannelFactoryContext } from '../types.ts';
+import { randomUUID } from 'node:crypto';
+import { autoRetry } from '@grammyjs/auto-retry';
+import { Bot, BotError, webhookCallback } from 'grammy';
+import type { Update, UserFromGetMe } from 'grammy/types';
 import type { TelegramAccountConfig } from '../../src/config/resolved.ts';
+import type { ChannelAdapter, ChannelStatus, HttpRoute, InboundSink } from '../../src/core/channel-adapter.ts';
+import { ChannelError, ShuttingDownError } from '../../src/core/errors.ts';
+import type { Logger } from '../../src/core/logger.ts';
+import type { DeliveryTarget, OutboundMessage } from '../../src/core/message.ts';
+import type { ChannelFactoryContext } from '../types.ts';
+import { deliverMessage, sendTyping, telegramCommands } from './deliver.ts';
+import { normalizeUpdate } from './normalize.ts';
+import { apiRootOf, telegramStartError, tokenSetting } from './start-error.ts';
+import { telegramWebhookRoute, webhookFailure, webhookPath } from './webhook-route.ts';
 
 /** Options of {@link createTelegramChannel}. */
 export interface TelegramChannelOptions extends ChannelFactoryContext {
   account: TelegramAccountConfig;
+  /** How long `start` waits for Telegram's `getMe` (default 30 s). */
+  startTimeoutMs?: number;
 }
 
-/** The Telegram channel of one account. Placeholder until the Telegram issue lands: it reports that it is not built. */
+/** The only update type the channel acts on; asking for no others saves traffic. */
+const ALLOWED_UPDATES = ['message'] as const;
+
+/**
+ * The Telegram channel of one account (grammy). Long polling by default: `bot.start` handles updates one
+ * after another, which keeps each chat in order, and the gateway's sink resolves as soon as a message is
+ * queued, so polling never waits for a turn. In webhook mode the gateway serves
+ * `POST /webhooks/telegram/<accountId>` instead and nothing polls.
+ */
 export function createTelegramChannel(options: TelegramChannelOptions): ChannelAdapter {
-  let status: ChannelStatus = 'stopped';
-  return {
-    id: 'telegram',
-    accountId: options.account.accountId,
-    get status() { return status; },
-    async start() {
-      status = 'failed';
-      throw new ChannelError('CHANNEL_NOT_BUILT', 'Telegram support is not built in this version yet.');
-    },
-    async stop() { status = 'stopped'; },
-    async send() { throw new ChannelError('CHANNEL_NOT_BUILT', 'Telegram support is not built in this version yet.'); },
-  };
+  return new TelegramChannel(options);
+}
+
+class TelegramChannel implements ChannelAdapter {
+  readonly id = 'telegram' as const;
+  readonly accountId: string;
+  private state: ChannelStatus = 'stopped';
+  private detail?: string;
+  private bot?: Bot;
+  private me?: UserFromGetMe;
+  private sink?: InboundSink;
+  private polling?: Promise<void>;
+  private webhook?: (request: Request) => Promise<Response>;
+  private readonly options: TelegramChannelOptions;
+  private readonly logger: Logger;
+
+  constructor(options: TelegramChannelOptions) {
+    this.options = options;
+    this.accountId = options.account.accountId;
+    this.logger = options.logger.child({ channel: 'telegram', accountId: this.accountId });
+  }
+
+  get status(): ChannelStatus {
+    return this.state;
+  }
+
+  get statusDetail(): string | undefined {
+    return this.detail;
+  }
+
+  async start(sink: InboundSink): Promise<void> {
+    const { account } = this.options;
+    this.sink = sink;
+    this.state = 'starting';
+    this.detail = undefined;
+    try {
+      this.checkSettings();
+      const bot = new Bot(account.botToken, { client: account.apiRoot ? { apiRoot: account.apiRoot } : {} });
+      // 429 → wait `retry_after`, 5xx → back off; bounded so that a reply is never retried forever.
+      bot.api.config.use(autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }));
+      // One getMe (grammy's init would retry a refused connection forever): a wrong token or API root is
+      // reported at once, in one line.
+      const me = await bot.api.getMe(AbortSignal.timeout(this.options.startTimeoutMs ?? 30_000) as Parameters<Bot['init']>[0]);
+      bot.botInfo = me;
+      this.me = me;
+      bot.use((ctx) => this.handleUpdate(ctx.update));
+      bot.catch((error) => this.onBotError(error));
+      this.bot = bot;
+      if (account.mode === 'webhook') await this.startWebhook(bot);
+      else await this.startPolling(bot);
+      this.state = 'running';
+      this.logger.info({ bot: `@${bot.botInfo.username}`, mode: account.mode }, 'Telegram bot connected');
+    } catch (error) {
+      const failure = telegramStartError(error, account);
+      this.state = 'failed';
+      this.detail = failure.message;
+      this.bot = undefined;
+      throw failure;
+    }
+  }
+
+  async stop(): Promise<void> {
+    const bot = this.bot;
+    if (this.state !== 'failed') this.state = 'stopped';
+    this.webhook = undefined;
+    if (bot?.isRunning()) await bot.stop().catch((err: unknown) => this.logger.warn({ err }, 'could not confirm the last Telegram update on stop'));
+    await this.polling;
+    this.polling = undefined;
+    this.bot = undefined;
+  }
+
+  async send(target: DeliveryTarget, message: OutboundMessage): Promise<void> {
+    await deliverMessage(this.api(), target, message);
+  }
+
+  async typing(target: DeliveryTarget): Promise<void> {
+    await sendTyping(this.api(), target);
+  }
+
+  async registerCommands(commands: readonly { command: string; description: string }[]): Promise<void> {
+    await this.api().setMyCommands(telegramCommands(commands));
+  }
+
+  routes(): HttpRoute[] {
+    if (this.options.account.mode !== 'webhook') return [];
+    return [telegramWebhookRoute({
+      accountId: this.accountId,
+      secret: () => this.options.account.webhookSecret,
+      handler: () => (this.state === 'running' ? this.webhook : undefined),
+      onError: (error, correlationId) => {
+        // Not acknowledged: Telegram delivers the update again (the journal drops it if it was taken).
+        if (isShutdown(error)) return webhookFailure(503, 'The gateway is shutting down; Telegram will deliver this again.', 'shutting_down');
+        this.logger.error({ err: error, correlationId }, 'Telegram webhook update failed');
+        return webhookFailure(500, 'The update could not be handled.', 'internal_error');
+      },
+    })];
+  }
+
+  private api() {
+    if (!this.bot) throw new ChannelError('TELEGRAM_NOT_RUNNING', `The Telegram channel (account ${this.accountId}) is not running: check the start-up error in the log.`);
+    return this.bot.api;
+  }
+
+  private checkSettings(): void {
+    const { account } = this.options;
+    if (!account.botToken.trim()) {
+      throw new ChannelError('TELEGRAM_TOKEN_MISSING', `${tokenSetting(account)} is not set: create a bot with @BotFather and put its token in .env`);
+    }
+    if (account.mode === 'webhook' && !/^[A-Za-z0-9_-]{1,256}$/.test(account.webhookSecret)) {
+      throw new ChannelError('TELEGRAM_WEBHOOK_SECRET', 'Telegram webhook mode needs channels.telegram.webhookSecret: 1-256 characters of A-Z, a-z, 0-9, _ or - (Telegram sends it back with every update).');
+    }
+  }
+
+  private async startPolling(bot: Bot): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      let started = false;
+      this.polling = bot.start({ allowed_updates: ALLOWED_UPDATES, onStart: () => { started = true; resolve(); } })
+        .catch((error: unknown) => {
+          if (!started) return reject(error);
+          if (isShutdown(error)) return;
+          const failure = telegramStartError(error, this.options.account);
+          this.state = 'failed';
+          this.detail = failure.message;
+          this.logger.error({ code: failure.code }, `Telegram polling stopped: ${failure.message}`);
+        });
+    });
+  }
+
+  private async startWebhook(bot: Bot): Promise<void> {
+    const { account } = this.options;
+    this.webhook = webhookCallback(bot, 'std/http', { secretToken: account.webhookSecret, onTimeout: 'return' });
+    const path = webhookPath(this.accountId);
+    if (!this.options.publicUrl) {
+      this.logger.info({ path }, `Telegram webhook mode: Telegram must be told the URL (setWebhook with url=<public https base>${path} and secret_token=<webhookSecret>)`);
+      return;
+    }
+    const url = `${this.options.publicUrl.replace(/\/+$/, '')}${path}`;
+    await bot.api.setWebhook(url, { secret_token: account.webhookSecret, allowed_updates: [...ALLOWED_UPDATES] })
+      .then(() => this.logger.info({ url }, 'Telegram webhook registered'))
+      .catch((err: unknown) => this.logger.warn({ err, url, apiRoot: apiRootOf(account) }, 'could not register the Telegram webhook; set it by hand'));
+  }
+
+  /** One update: normalized, handed to the gateway. A bad update is logged and skipped. */
+  private async handleUpdate(update: Update): Promise<void> {
+    const correlationId = randomUUID();
+    const sink = this.sink;
+    if (!sink || !this.me) return;
+    try {
+      const result = normalizeUpdate(update, {
+        accountId: this.accountId, bot: { id: this.me.id, username: this.me.username }, now: this.options.clock.now(), correlationId,
+      });
+      if ('ignored' in result) {
+        this.logger.debug({ updateId: update.update_id, reason: result.ignored }, 'Telegram update ignored');
+        return;
+      }
+      await sink(result.message);
+    } catch (error) {
+      if (error instanceof ShuttingDownError) throw error;
+      this.logger.error({ err: error, correlationId, updateId: update.update_id }, 'Telegram update could not be handled; skipped');
+    }
+  }
+
+  /**
+   * Polling errors from the middleware. Only a shutdown gets here (everything else is caught per update):
+   * rethrowing it ends polling without confirming the update, so Telegram delivers it again after the
+   * restart, and the journal drops the ones already taken.
+   */
+  private onBotError(error: BotError): void {
+    if (error.error instanceof ShuttingDownError) throw error.error;
+    this.logger.error({ err: error.error, updateId: error.ctx.update.update_id }, 'Telegram update failed');
+  }
+}
+
+/** A refusal by the closing gateway, bare or wrapped by grammy. */
+function isShutdown(error: unknown): boolean {
+  return error instanceof ShuttingDownError || (error instanceof BotError && error.error instanceof ShuttingDownError);
 }

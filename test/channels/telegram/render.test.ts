@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { escapeHtml, markdownToTelegramHtml, renderOutbound } from '../../../channels/telegram/render.ts';
+import { htmlToPlainText, splitHtml } from '../../../channels/telegram/split-html.ts';
+import { telegramCommands } from '../../../channels/telegram/deliver.ts';
+import { parseTelegramHtml } from '../../fakes/fake-telegram.ts';
+
+/** The visible text of a chunk; fails the test when Telegram would reject the HTML. */
+function visible(html: string): string {
+  const parsed = parseTelegramHtml(html);
+  if ('error' in parsed) throw new Error(`${parsed.error}\n${html}`);
+  return parsed.text;
+}
+
+describe('markdownToTelegramHtml', () => {
+  it('escapes <, > and & everywhere, including code', () => {
+    expect(markdownToTelegramHtml('a < b && c > d <script>')).toBe('a &lt; b &amp;&amp; c &gt; d &lt;script&gt;');
+    expect(markdownToTelegramHtml('`x<y && z`')).toBe('<code>x&lt;y &amp;&amp; z</code>');
+    expect(markdownToTelegramHtml('```\nif (a<b) {}\n```')).toBe('<pre><code>if (a&lt;b) {}</code></pre>');
+    expect(escapeHtml('&lt;')).toBe('&amp;lt;');
+  });
+
+  it('renders emphasis, links, code blocks with their language, quotes', () => {
+    expect(markdownToTelegramHtml('**bold** _it_ ~~gone~~ [site](https://example.com/?a=1&b="2")'))
+      .toBe('<b>bold</b> <i>it</i> <s>gone</s> <a href="https://example.com/?a=1&amp;b=%222%22">site</a>');
+    expect(markdownToTelegramHtml('```ts\nconst a = 1;\n```')).toBe('<pre><code class="language-ts">const a = 1;</code></pre>');
+    expect(markdownToTelegramHtml('> quoted\n> more')).toBe('<blockquote>quoted\nmore</blockquote>');
+  });
+
+  it('turns headings, lists and tables into what Telegram can show', () => {
+    expect(markdownToTelegramHtml('# Title\n\ntext')).toBe('<b>Title</b>\n\ntext');
+    expect(markdownToTelegramHtml('- one\n- two\n  1. sub\n\nafter')).toBe('• one\n• two\n   1. sub\n\nafter');
+    expect(markdownToTelegramHtml('3. c\n4. d')).toBe('3. c\n4. d');
+    expect(markdownToTelegramHtml('| a | bb |\n|---|---|\n| 1 | 2 |')).toBe('<pre>a | bb\n--|---\n1 | 2</pre>');
+  });
+
+  it('drops links Telegram would refuse (relative, javascript:) but keeps their text', () => {
+    expect(markdownToTelegramHtml('[rel](/path) [js](javascript:alert(1))')).toBe('rel [js](javascript:alert(1))');
+  });
+
+  it('always yields HTML that Telegram parses, for awkward input', () => {
+    for (const input of ['**unclosed', '<b>raw html</b>', '5 > 3 & 2 < 4', '```\nunterminated', '*a **b** c*', '[x](https://e.com/<>)', '&amp; &copy; &#169;']) {
+      expect(() => visible(markdownToTelegramHtml(input))).not.toThrow();
+    }
+    expect(visible(markdownToTelegramHtml('<b>raw html</b>'))).toBe('<b>raw html</b>');
+  });
+});
+
+describe('splitHtml / renderOutbound', () => {
+  it('leaves a short message whole and puts the notice first', () => {
+    expect(renderOutbound({ text: 'the answer', notice: 'New session started.' })).toEqual(['New session started.\n\nthe answer']);
+  });
+
+  it('splits long prose at paragraph boundaries, then words, never inside a word', () => {
+    const paragraph = (n: number) => Array.from({ length: 60 }, (_, i) => `word${n}_${i}`).join(' ');
+    const text = Array.from({ length: 20 }, (_, n) => paragraph(n)).join('\n\n');
+    const chunks = renderOutbound({ text }, 1000);
+    expect(chunks.length).toBeGreaterThan(1);
+    for (const c of chunks) expect(c.length).toBeLessThanOrEqual(1000);
+    const words = chunks.flatMap((c) => visible(c).split(/\s+/));
+    expect(words).toEqual(text.split(/\s+/));
+    // Paragraphs that fit are never cut in the middle.
+    for (const c of chunks) expect(c.startsWith('word') && /_0$/.test(c.split(' ')[0]!)).toBe(true);
+  });
+
+  it('cuts a single word longer than a message only because it must', () => {
+    const long = 'x'.repeat(2500);
+    const chunks = splitHtml(`start ${long} end`, 1000);
+    expect(chunks.every((c) => c.length <= 1000)).toBe(true);
+    expect(chunks.join('').replace(/\s/g, '')).toBe(`start${long}end`);
+  });
+
+  it('closes and reopens a code block across messages, at line ends', () => {
+    const code = Array.from({ length: 120 }, (_, i) => `let v${i} = a < b && c;`).join('\n');
+    const chunks = renderOutbound({ text: `\`\`\`ts\n${code}\n\`\`\`` }, 1000);
+    expect(chunks.length).toBeGreaterThan(3);
+    for (const c of chunks) {
+      expect(c.length).toBeLessThanOrEqual(1000);
+      expect(c.startsWith('<pre><code class="language-ts">')).toBe(true);
+      expect(c.endsWith('</code></pre>')).toBe(true);
+    }
+    expect(chunks.map(visible).join('\n')).toBe(code);
+  });
+
+  it('moves a code block that fits in one message to the next one instead of cutting it', () => {
+    const intro = 'intro '.repeat(100).trim();
+    const code = Array.from({ length: 20 }, (_, i) => `line ${i}`).join('\n');
+    const chunks = renderOutbound({ text: `${intro}\n\n\`\`\`\n${code}\n\`\`\`` }, 700);
+    expect(chunks).toHaveLength(2);
+    expect(chunks[0]).toBe(intro);
+    expect(chunks[1]).toBe(`<pre><code>${code}</code></pre>`);
+  });
+
+  it('keeps inline formatting balanced across a cut and never splits an entity or an emoji', () => {
+    const text = `**${'bold &amp; 😀 '.repeat(200).trim()}**`;
+    const chunks = renderOutbound({ text }, 500);
+    expect(chunks.length).toBeGreaterThan(3);
+    for (const c of chunks) {
+      expect(c.length).toBeLessThanOrEqual(500);
+      expect(c.startsWith('<b>') && c.endsWith('</b>')).toBe(true);
+      expect(() => visible(c)).not.toThrow();
+      expect(c).not.toMatch(/\uD83D$|^\uDE00/);
+    }
+  });
+
+  it('htmlToPlainText is what the user would see', () => {
+    expect(htmlToPlainText('<b>a &lt; b</b> &amp; <a href="x">c</a> &#169; &quot;q&quot;')).toBe('a < b & c © "q"');
+  });
+});
+
+describe('telegramCommands', () => {
+  it('keeps only names Telegram accepts, lowercase, once, with a description', () => {
+    expect(telegramCommands([
+      { command: '/new', description: 'start a new session' }, { command: 'Status', description: 'show status' },
+      { command: 'new', description: 'dupe' }, { command: 'bad-name', description: 'x' }, { command: 'help', description: ' ' },
+    ])).toEqual([{ command: 'new', description: 'start a new session' }, { command: 'status', description: 'show status' }, { command: 'help', description: 'help' }]);
+  });
+});

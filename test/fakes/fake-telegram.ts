@@ -1,0 +1,237 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One Bot API call the fake received. */
+export interface TelegramCall {
+  method: string;
+  body: Record<string, any>;
+  /** Epoch ms when it arrived. */
+  at: number;
+  /** What the fake answered. */
+  response: { ok: boolean; error_code?: number; description?: string };
+}
+
+/** A scripted failure for the next call of a method. */
+export interface TelegramFailure {
+  error_code: number;
+  description: string;
+  parameters?: { retry_after?: number; migrate_to_chat_id?: number };
+}
+
+/** A fake Telegram Bot API on 127.0.0.1 for grammy: `POST /bot<token>/<method>` with JSON. */
+export interface FakeTelegram {
+  token: string;
+  /** `http://127.0.0.1:<port>` (no trailing slash, as grammy wants). */
+  apiRoot: string;
+  bot: { id: number; is_bot: true; first_name: string; username: string };
+  calls: TelegramCall[];
+  /** Queues an update for getUpdates; assigns the next `update_id` unless the update has one. */
+  pushUpdate(update: Record<string, unknown>): number;
+  /** Delivers an update again even though its id was confirmed (a redelivery after a crash). */
+  redeliver(update: Record<string, unknown> & { update_id: number }): void;
+  /** The next call of `method` (optionally only those matching) fails with this answer. */
+  failNext(method: string, failure: TelegramFailure, match?: (body: Record<string, unknown>) => boolean): void;
+  /** Calls of one method. */
+  callsOf(method: string): TelegramCall[];
+  /** Resolves with the first call (past or future) of `method` matching `match`; rejects after `timeoutMs`. */
+  waitFor(method: string, match?: (call: TelegramCall) => boolean, timeoutMs?: number): Promise<TelegramCall>;
+  close(): Promise<void>;
+}
+
+/** Tags Telegram's HTML parse mode accepts. */
+const ALLOWED_TAGS = new Set(['b', 'strong', 'i', 'em', 'u', 'ins', 's', 'strike', 'del', 'span', 'tg-spoiler', 'a', 'code', 'pre', 'blockquote', 'tg-emoji']);
+
+/**
+ * Parses text as Telegram's HTML parse mode does, strictly: only the allowed tags, properly nested, and
+ * `&` only as an entity. Returns the visible text, or the error Telegram would answer.
+ */
+export function parseTelegramHtml(html: string): { text: string } | { error: string } {
+  const stack: string[] = [];
+  let text = '';
+  let i = 0;
+  while (i < html.length) {
+    const ch = html[i]!;
+    if (ch === '<') {
+      const end = html.indexOf('>', i);
+      const m = end < 0 ? null : /^<(\/?)([a-z][\w-]*)(\s[^>]*)?>$/i.exec(html.slice(i, end + 1));
+      if (!m) return { error: `Bad Request: can't parse entities: Unexpected character "<" at byte offset ${i}` };
+      const name = m[2]!.toLowerCase();
+      if (!ALLOWED_TAGS.has(name)) return { error: `Bad Request: can't parse entities: Unsupported start tag "${name}" at byte offset ${i}` };
+      if (m[1]) {
+        if (stack.pop() !== name) return { error: `Bad Request: can't parse entities: Can't find end tag corresponding to start tag "${name}"` };
+      } else stack.push(name);
+      i = end + 1;
+      continue;
+    }
+    if (ch === '>') return { error: `Bad Request: can't parse entities: Unexpected character ">" at byte offset ${i}` };
+    if (ch === '&') {
+      const m = /^&(lt|gt|amp|quot|#\d+|#x[0-9a-f]+);/i.exec(html.slice(i, i + 12));
+      if (!m) return { error: `Bad Request: can't parse entities: Unsupported HTML entity at byte offset ${i}` };
+      text += { lt: '<', gt: '>', amp: '&', quot: '"' }[m[1]!.toLowerCase()] ?? String.fromCodePoint(m[1]!.startsWith('#x') ? parseInt(m[1]!.slice(2), 16) : parseInt(m[1]!.slice(1), 10));
+      i += m[0].length;
+      continue;
+    }
+    text += ch;
+    i++;
+  }
+  if (stack.length) return { error: `Bad Request: can't parse entities: Can't find end tag corresponding to start tag "${stack.at(-1)}"` };
+  return { text };
+}
+
+export async function startFakeTelegram(options: { token?: string; maxPollMs?: number } = {}): Promise<FakeTelegram> {
+  const token = options.token ?? '123456:TEST-token_abcdefghij';
+  const maxPollMs = options.maxPollMs ?? 1000;
+  const bot = { id: 9001, is_bot: true as const, first_name: 'Switchboard Test', username: 'switchboard_test_bot' };
+  const queue: { update: Record<string, unknown> & { update_id: number }; forced: boolean }[] = [];
+  const waiters: { offset: number; limit: number; reply: (updates: unknown[]) => void }[] = [];
+  const failures: { method: string; failure: TelegramFailure; match?: (body: Record<string, unknown>) => boolean }[] = [];
+  const listeners = new Set<() => void>();
+  const calls: TelegramCall[] = [];
+  let nextUpdateId = 1;
+  let nextMessageId = 5000;
+
+  const available = (offset: number, limit: number) => {
+    const out = queue.filter((q) => q.forced || q.update.update_id >= offset).slice(0, limit);
+    for (const q of out) if (q.forced) queue.splice(queue.indexOf(q), 1);
+    return out.map((q) => q.update);
+  };
+  const flush = () => {
+    for (const w of [...waiters]) {
+      const updates = available(w.offset, w.limit);
+      if (updates.length) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.reply(updates);
+      }
+    }
+  };
+  const record = (call: TelegramCall) => {
+    calls.push(call);
+    for (const l of [...listeners]) l();
+  };
+
+  const handlers: Record<string, (body: Record<string, any>) => unknown> = {
+    getMe: () => ({ ...bot, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false, can_connect_to_business: false, has_main_web_app: false }),
+    deleteWebhook: () => true,
+    setWebhook: () => true,
+    getWebhookInfo: () => ({ url: '', has_custom_certificate: false, pending_update_count: 0 }),
+    setMyCommands: () => true,
+    sendChatAction: () => true,
+    sendMessage: (b) => ({
+      message_id: nextMessageId++, date: Math.floor(Date.now() / 1000), from: bot,
+      chat: { id: Number(b.chat_id), type: Number(b.chat_id) < 0 ? 'supergroup' : 'private' }, text: b.text,
+      ...(b.message_thread_id ? { message_thread_id: b.message_thread_id, is_topic_message: true } : {}),
+    }),
+  };
+
+  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const send = (status: number, payload: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(payload));
+    };
+    const m = /^\/bot([^/]+)\/(\w+)$/.exec(new URL(req.url ?? '/', 'http://x').pathname);
+    if (!m) return send(404, { ok: false, error_code: 404, description: 'Not Found' });
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const method = m[2]!;
+    const body = raw ? (JSON.parse(raw) as Record<string, any>) : {};
+    if (decodeURIComponent(m[1]!) !== token) {
+      const response = { ok: false, error_code: 401, description: 'Unauthorized' };
+      record({ method, body, at: Date.now(), response });
+      return send(401, response);
+    }
+    const failure = failures.find((f) => f.method === method && (!f.match || f.match(body)));
+    if (failure) {
+      failures.splice(failures.indexOf(failure), 1);
+      const response = { ok: false, ...failure.failure };
+      record({ method, body, at: Date.now(), response });
+      return send(failure.failure.error_code, response);
+    }
+    if (method === 'getUpdates') {
+      record({ method, body, at: Date.now(), response: { ok: true } });
+      const offset = Number(body.offset ?? 0);
+      const limit = Number(body.limit ?? 100);
+      if (offset) for (let i = queue.length - 1; i >= 0; i--) if (!queue[i]!.forced && queue[i]!.update.update_id < offset) queue.splice(i, 1);
+      const updates = available(offset, limit);
+      if (updates.length || !body.timeout) return send(200, { ok: true, result: updates });
+      const waiter = { offset, limit, reply: (result: unknown[]) => { clearTimeout(timer); send(200, { ok: true, result }); } };
+      const timer = setTimeout(() => { waiters.splice(waiters.indexOf(waiter), 1); send(200, { ok: true, result: [] }); }, Math.min(Number(body.timeout) * 1000, maxPollMs));
+      req.socket.once('close', () => {
+        const at = waiters.indexOf(waiter);
+        if (at >= 0) { waiters.splice(at, 1); clearTimeout(timer); }
+      });
+      res.once('close', () => {
+        const at = waiters.indexOf(waiter);
+        if (at >= 0) { waiters.splice(at, 1); clearTimeout(timer); }
+      });
+      waiters.push(waiter);
+      return;
+    }
+    if (method === 'sendMessage' && body.parse_mode === 'HTML') {
+      const parsed = parseTelegramHtml(String(body.text ?? ''));
+      const error = 'error' in parsed ? parsed.error : parsed.text.length > 4096 ? 'Bad Request: message is too long' : !parsed.text.trim() ? 'Bad Request: message text is empty' : undefined;
+      if (error) {
+        const response = { ok: false, error_code: 400, description: error };
+        record({ method, body, at: Date.now(), response });
+        return send(400, response);
+      }
+    }
+    if (method === 'sendMessage' && (String(body.text ?? '').length > 4096 || !String(body.text ?? '').trim())) {
+      const response = { ok: false, error_code: 400, description: body.text ? 'Bad Request: message is too long' : 'Bad Request: message text is empty' };
+      record({ method, body, at: Date.now(), response });
+      return send(400, response);
+    }
+    const handler = handlers[method];
+    const response = handler ? { ok: true } : { ok: false, error_code: 404, description: 'Not Found: method not found' };
+    record({ method, body, at: Date.now(), response });
+    if (!handler) return send(404, response);
+    return send(200, { ok: true, result: handler(body) });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+
+  const fake: FakeTelegram = {
+    token,
+    apiRoot: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    bot,
+    calls,
+    pushUpdate(update) {
+      const update_id = typeof update.update_id === 'number' ? update.update_id : nextUpdateId++;
+      nextUpdateId = Math.max(nextUpdateId, update_id + 1);
+      queue.push({ update: { ...update, update_id }, forced: false });
+      flush();
+      return update_id;
+    },
+    redeliver(update) {
+      queue.push({ update, forced: true });
+      flush();
+    },
+    failNext(method, failure, match) {
+      failures.push({ method, failure, match });
+    },
+    callsOf: (method) => calls.filter((c) => c.method === method),
+    waitFor(method, match = () => true, timeoutMs = 5000) {
+      const find = () => calls.find((c) => c.method === method && match(c));
+      const found = find();
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const listener = () => {
+          const call = find();
+          if (!call) return;
+          listeners.delete(listener);
+          clearTimeout(timer);
+          resolve(call);
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(listener);
+          reject(new Error(`fake Telegram: no ${method} call matched within ${timeoutMs} ms (calls: ${calls.map((c) => c.method).join(', ')})`));
+        }, timeoutMs);
+        listeners.add(listener);
+      });
+    },
+    close: () => new Promise<void>((resolve) => {
+      for (const w of waiters.splice(0)) w.reply([]);
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+  return fake;
+}
