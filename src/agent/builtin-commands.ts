@@ -109,3 +109,66 @@ export function registerBuiltinCommands(registry: CommandRegistry): void {
 export function hostZone(): string {
   return new Intl.DateTimeFormat().resolvedOptions().timeZone;
 }
+
+/**
+ * Gateway-wide figures for `/status` and `/usage`: the very objects `GET /status` and `GET /usage` answer,
+ * so the chat commands and the routes always show the same numbers.
+ */
+export interface GatewayFigures {
+  status(): Promise<{
+    version: string;
+    uptimeSeconds: number;
+    sessions: { active: number; persisted: number | null };
+    queue: { running: number; queued: number };
+    providers: readonly { id: string; model: string; requests: number; retries: number; errors: number; totalTokens: number }[];
+  }>;
+  usage(): {
+    totals: { totalTokens: number; llmCalls: number };
+    channels: Record<string, { totalTokens: number; llmCalls: number }>;
+  };
+}
+
+/** Adds the gateway's figures (as `GET /status` and `GET /usage` report them) to `/status` and `/usage`. */
+export function registerGatewayCommands(registry: CommandRegistry, figures: GatewayFigures): void {
+  const status = registry.get('status');
+  const usage = registry.get('usage');
+  if (status) {
+    registry.register({
+      ...status,
+      async run(context) {
+        const [session, report] = await Promise.all([status.run(context), figures.status()]);
+        const stored = report.sessions.persisted === null ? '?' : n(report.sessions.persisted);
+        return [
+          session,
+          `• gateway: v${report.version} · up ${formatUptime(report.uptimeSeconds)} · sessions ${n(report.sessions.active)} active / ${stored} stored · ${report.queue.running} running, ${report.queue.queued} queued`,
+          ...report.providers.map((p) => `• provider ${p.id} (${p.model}): ${n(p.requests)} requests · ${n(p.retries)} retries · ${n(p.errors)} errors · ${n(p.totalTokens)} tokens`),
+        ].join('\n');
+      },
+    });
+  }
+  if (usage) {
+    registry.register({
+      ...usage,
+      async run(context) {
+        const session = await usage.run(context);
+        const report = figures.usage();
+        const channel = context.session.entry.channel;
+        const here = report.channels[channel] ?? { totalTokens: 0, llmCalls: 0 };
+        return [
+          session,
+          `• gateway: ${n(report.totals.totalTokens)} tokens in ${n(report.totals.llmCalls)} LLM calls · ${channel}: ${n(here.totalTokens)} tokens in ${n(here.llmCalls)} calls`,
+        ].join('\n');
+      },
+    });
+  }
+}
+
+export function formatUptime(seconds: number): string {
+  const d = Math.floor(seconds / 86_400);
+  const h = Math.floor((seconds % 86_400) / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  if (d) return `${d}d ${h}h ${m}m`;
+  if (h) return `${h}h ${m}m`;
+  return m ? `${m}m ${s}s` : `${s}s`;
+}

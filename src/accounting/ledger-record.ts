@@ -1,0 +1,72 @@
+import type { ChannelId } from '../core/message.ts';
+import type { InputComponents, LlmCallEvent, LlmCallKind } from '../agent/turn-events.ts';
+
+/**
+ * One line of `<stateDir>/audit/turn-token-usage.jsonl`: one LLM call (SPEC §4). Exactly these fields, in
+ * this order. `inputTokens` excludes cached prompt tokens (they are `cacheReadTokens` / `cacheWriteTokens`),
+ * so the four counts add up to the call's total without double counting.
+ */
+export interface LedgerRecord {
+  correlationId: string;
+  sessionKey: string;
+  sessionId: string;
+  channel: ChannelId;
+  agentId: string;
+  providerId: string;
+  modelId: string;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  estimatedInputTokensByComponent: InputComponents;
+  isEstimated: boolean;
+  kind: LlmCallKind;
+  /** ISO 8601, UTC. */
+  timestamp: string;
+}
+
+/** The ledger record of a finished LLM call. */
+export function ledgerRecordOf(event: LlmCallEvent): LedgerRecord {
+  const c = event.estimatedInputTokensByComponent;
+  return {
+    correlationId: event.correlationId,
+    sessionKey: event.sessionKey,
+    sessionId: event.sessionId,
+    channel: event.channel,
+    agentId: event.agentId,
+    providerId: event.providerId,
+    modelId: event.modelId,
+    inputTokens: event.usage.inputTokens,
+    outputTokens: event.usage.outputTokens,
+    cacheReadTokens: event.usage.cacheReadTokens,
+    cacheWriteTokens: event.usage.cacheWriteTokens,
+    estimatedInputTokensByComponent: {
+      system: c.system, bootstrap: c.bootstrap, tools: c.tools, history: c.history, toolResults: c.toolResults, userInput: c.userInput,
+    },
+    isEstimated: event.isEstimated,
+    kind: event.kind,
+    timestamp: new Date(event.at).toISOString(),
+  };
+}
+
+/** Input + output + cache read + cache write of a record. */
+export function recordTotal(record: Pick<LedgerRecord, 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens'>): number {
+  return record.inputTokens + record.outputTokens + record.cacheReadTokens + record.cacheWriteTokens;
+}
+
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+
+/** Parses one ledger line; undefined for a torn or foreign line. */
+export function parseLedgerLine(line: string): LedgerRecord | undefined {
+  if (!line.trim()) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  const r = value as Partial<LedgerRecord> | null;
+  if (!r || typeof r !== 'object' || typeof r.sessionKey !== 'string' || typeof r.correlationId !== 'string' || typeof r.providerId !== 'string') return undefined;
+  if (!isCount(r.inputTokens) || !isCount(r.outputTokens) || !isCount(r.cacheReadTokens) || !isCount(r.cacheWriteTokens)) return undefined;
+  return r as LedgerRecord;
+}

@@ -1,0 +1,117 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { LlmCallEvent, ToolCallEvent, TurnEndEvent } from '../agent/turn-events.ts';
+import type { LedgerRecord } from './ledger-record.ts';
+
+/** Live figures the metrics read when scraped. */
+export interface MetricsSources {
+  activeSessions(): number;
+  /** Sessions evicted from memory since start (`SessionManager.evictionCount`). */
+  evictions(): number;
+  /** Messages waiting on all lanes. */
+  queueDepth(): number;
+  runningTurns(): number;
+  /** Gateway intake counters (accepted, duplicates, blocked, skipped, failed). */
+  messages(): Record<string, number>;
+}
+
+const TOKEN_TYPES = [
+  ['input', 'inputTokens'], ['output', 'outputTokens'], ['cache_read', 'cacheReadTokens'], ['cache_write', 'cacheWriteTokens'],
+] as const;
+
+/**
+ * Prometheus metrics of one gateway, in a registry of its own (never prom-client's global one, so that
+ * several gateways can run in one process). Token and LLM-call counters continue from the ledger across
+ * restarts ({@link seed}); the others count from the process start.
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private readonly turns: Counter<'channel' | 'outcome'>;
+  private readonly turnErrors: Counter<'channel'>;
+  private readonly turnDuration: Histogram<'channel'>;
+  private readonly llmCalls: Counter<'provider' | 'model' | 'kind' | 'channel'>;
+  private readonly llmErrors: Counter<'provider' | 'model' | 'code'>;
+  private readonly llmRetries: Counter<'provider' | 'model'>;
+  private readonly llmDuration: Histogram<'provider' | 'model'>;
+  private readonly tokens: Counter<'type' | 'provider' | 'model' | 'kind' | 'channel'>;
+  private readonly toolCalls: Counter<'tool' | 'ok'>;
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    this.turns = new Counter({ name: 'switchboard_turns_total', help: 'Turns finished, by channel and outcome (replied, command, failed, stopped).', labelNames: ['channel', 'outcome'], registers });
+    this.turnErrors = new Counter({ name: 'switchboard_turn_errors_total', help: 'Turns that failed (the user got an apology).', labelNames: ['channel'], registers });
+    this.turnDuration = new Histogram({
+      name: 'switchboard_turn_duration_seconds', help: 'Turn latency, from the start of the run to the reply.', labelNames: ['channel'], registers,
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300],
+    });
+    this.llmCalls = new Counter({ name: 'switchboard_llm_calls_total', help: 'LLM calls, by provider, model, call kind (turn, compaction, memory-flush) and channel.', labelNames: ['provider', 'model', 'kind', 'channel'], registers });
+    this.llmErrors = new Counter({ name: 'switchboard_llm_errors_total', help: 'LLM calls that failed, by error code.', labelNames: ['provider', 'model', 'code'], registers });
+    this.llmRetries = new Counter({ name: 'switchboard_llm_retries_total', help: 'Provider request retries (429, 5xx, connection errors).', labelNames: ['provider', 'model'], registers });
+    this.llmDuration = new Histogram({
+      name: 'switchboard_llm_call_duration_seconds', help: 'LLM call latency, retries included.', labelNames: ['provider', 'model'], registers,
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120],
+    });
+    this.tokens = new Counter({
+      name: 'switchboard_tokens_total',
+      help: 'Tokens of LLM calls by type (input, output, cache_read, cache_write), provider, model, call kind and channel. Sums to the token ledger.',
+      labelNames: ['type', 'provider', 'model', 'kind', 'channel'], registers,
+    });
+    this.toolCalls = new Counter({ name: 'switchboard_tool_calls_total', help: 'Tool calls, by tool and success.', labelNames: ['tool', 'ok'], registers });
+    new Gauge({ name: 'switchboard_active_sessions', help: 'Sessions in the active cache (memory).', registers, collect() { this.set(sources.activeSessions()); } });
+    new Counter({
+      name: 'switchboard_session_evictions_total', help: 'Sessions evicted from memory (nothing persisted is deleted).', registers,
+      collect() { this.reset(); this.inc(sources.evictions()); },
+    });
+    new Gauge({ name: 'switchboard_queue_depth', help: 'Messages waiting on session lanes.', registers, collect() { this.set(sources.queueDepth()); } });
+    new Gauge({ name: 'switchboard_running_turns', help: 'Turns running now.', registers, collect() { this.set(sources.runningTurns()); } });
+    new Counter({
+      name: 'switchboard_messages_total', help: 'Inbound messages by what the gateway did with them.', labelNames: ['status'], registers,
+      collect() {
+        this.reset();
+        for (const [status, n] of Object.entries(sources.messages())) this.inc({ status }, n);
+      },
+    });
+  }
+
+  /** Counts a record read back from the ledger at start. */
+  seed(record: LedgerRecord): void {
+    this.llmCalls.inc({ provider: record.providerId, model: record.modelId, kind: record.kind, channel: record.channel });
+    this.addTokens(record);
+  }
+
+  /** Counts one LLM call as it happens; `record` is its ledger record when it succeeded. */
+  llmCall(event: LlmCallEvent, record: LedgerRecord | undefined): void {
+    const model = { provider: event.providerId, model: event.modelId };
+    this.llmCalls.inc({ ...model, kind: event.kind, channel: event.channel });
+    this.llmDuration.observe(model, event.durationMs / 1000);
+    if (event.retries) this.llmRetries.inc(model, event.retries);
+    if (event.error) this.llmErrors.inc({ ...model, code: event.error });
+    if (record) this.addTokens(record);
+  }
+
+  turnEnd(event: TurnEndEvent): void {
+    this.turns.inc({ channel: event.channel, outcome: event.outcome });
+    if (event.outcome === 'failed') this.turnErrors.inc({ channel: event.channel });
+    this.turnDuration.observe({ channel: event.channel }, event.durationMs / 1000);
+  }
+
+  toolCall(event: ToolCallEvent): void {
+    this.toolCalls.inc({ tool: event.name, ok: String(event.ok) });
+  }
+
+  /** The Prometheus text exposition. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  private addTokens(record: LedgerRecord): void {
+    const labels = { provider: record.providerId, model: record.modelId, kind: record.kind, channel: record.channel };
+    for (const [type, field] of TOKEN_TYPES) {
+      const n = record[field];
+      if (n > 0) this.tokens.inc({ ...labels, type }, n);
+    }
+  }
+}

@@ -1,0 +1,69 @@
+import type { LedgerRecord } from './ledger-record.ts';
+import { recordTotal } from './ledger-record.ts';
+
+/** Token sums over a set of LLM calls. */
+export interface TokenTotals {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  totalTokens: number;
+  /** LLM calls that returned (failed calls use no tokens and are not in the ledger). */
+  llmCalls: number;
+  /** Calls whose usage was counted with our tokenizer because the provider reported none. */
+  estimatedCalls: number;
+}
+
+/** `GET /usage`: the gateway's token totals, and per channel. */
+export interface UsageReport {
+  /** When the ledger begins (its first record), or when this process started if it is empty. */
+  since: string;
+  totals: TokenTotals;
+  channels: Record<string, TokenTotals>;
+}
+
+export function emptyTotals(): TokenTotals {
+  return { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, totalTokens: 0, llmCalls: 0, estimatedCalls: 0 };
+}
+
+function add(into: TokenTotals, record: LedgerRecord): void {
+  into.inputTokens += record.inputTokens;
+  into.outputTokens += record.outputTokens;
+  into.cacheReadTokens += record.cacheReadTokens;
+  into.cacheWriteTokens += record.cacheWriteTokens;
+  into.totalTokens += recordTotal(record);
+  into.llmCalls++;
+  if (record.isEstimated) into.estimatedCalls++;
+}
+
+/**
+ * Token totals of the whole gateway and of each channel, over every record of the ledger (read back at
+ * start, then kept current by the turn observer), so they match the ledger across restarts.
+ */
+export class RuntimeTotals {
+  private readonly totals = emptyTotals();
+  private readonly channels = new Map<string, TokenTotals>();
+  private first: string | undefined;
+  private readonly startedAt: number;
+
+  constructor(startedAt: number) {
+    this.startedAt = startedAt;
+  }
+
+  add(record: LedgerRecord): void {
+    this.first ??= record.timestamp;
+    add(this.totals, record);
+    let channel = this.channels.get(record.channel);
+    if (!channel) {
+      channel = emptyTotals();
+      this.channels.set(record.channel, channel);
+    }
+    add(channel, record);
+  }
+
+  snapshot(): UsageReport {
+    const channels: Record<string, TokenTotals> = {};
+    for (const [id, t] of [...this.channels.entries()].sort(([a], [b]) => a.localeCompare(b))) channels[id] = { ...t };
+    return { since: this.first ?? new Date(this.startedAt).toISOString(), totals: { ...this.totals }, channels };
+  }
+}

@@ -1,0 +1,70 @@
+import type { ChannelStatus } from '../core/channel-adapter.ts';
+import type { ProviderFailure, ProviderTracker } from './provider-tracker.ts';
+
+/** One channel account in `GET /status`. */
+export interface ChannelStatusReport {
+  id: string;
+  accountId: string;
+  status: ChannelStatus;
+  /** Why a channel failed. */
+  detail?: string;
+}
+
+/** One configured provider in `GET /status`. */
+export interface ProviderStatusReport {
+  id: string;
+  kind: string;
+  model: string;
+  contextWindow: number;
+  requests: number;
+  retries: number;
+  errors: number;
+  totalTokens: number;
+  lastError?: ProviderFailure;
+}
+
+/** `GET /status` (SPEC §7), also shown by the `/status` chat command. */
+export interface StatusReport {
+  version: string;
+  uptimeSeconds: number;
+  channels: ChannelStatusReport[];
+  sessions: { active: number; persisted: number | null };
+  providers: ProviderStatusReport[];
+  /** Turns running now and messages waiting on session lanes. */
+  queue: { running: number; queued: number };
+}
+
+/** What the status report is read from. */
+export interface StatusSources {
+  version: string;
+  startedAt: number;
+  now(): number;
+  channels(): ChannelStatusReport[];
+  activeSessions(): number;
+  /** Entries in the session store. */
+  persistedSessions(): Promise<number>;
+  providers: readonly { id: string; kind: string; model: string; contextWindow: number }[];
+  tracker: ProviderTracker;
+  queue(): { running: number; queued: number };
+}
+
+/** Builds the status report; a store that cannot count gives `persisted: null` rather than failing. */
+export async function buildStatusReport(sources: StatusSources): Promise<StatusReport> {
+  const persisted = await sources.persistedSessions().catch(() => null);
+  return {
+    version: sources.version,
+    uptimeSeconds: Math.max(0, Math.floor((sources.now() - sources.startedAt) / 1000)),
+    channels: sources.channels(),
+    sessions: { active: sources.activeSessions(), persisted },
+    providers: sources.providers.map((p) => {
+      const t = sources.tracker.providerTotals(p.id);
+      return {
+        id: p.id, kind: p.kind, model: p.model, contextWindow: p.contextWindow,
+        requests: t.requests, retries: t.retries, errors: t.errors,
+        totalTokens: t.inputTokens + t.outputTokens + t.cacheReadTokens + t.cacheWriteTokens,
+        ...(t.lastError ? { lastError: t.lastError } : {}),
+      };
+    }),
+    queue: sources.queue(),
+  };
+}

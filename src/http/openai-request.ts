@@ -1,0 +1,105 @@
+import type { AgentConfig } from '../config/resolved.ts';
+import type { TokenUsage, TurnResult } from '../core/channel-adapter.ts';
+import { BadRequestError } from '../core/errors.ts';
+import { outboundText } from '../core/message.ts';
+import { parseSessionKey } from '../routing/session-key.ts';
+import { z } from 'zod';
+
+const contentPart = z.looseObject({ type: z.string(), text: z.string().optional() });
+const requestMessage = z.looseObject({
+  role: z.string(),
+  content: z.union([z.string(), z.array(contentPart), z.null()]).optional(),
+});
+const completionRequest = z.looseObject({
+  model: z.string().optional(),
+  messages: z.array(requestMessage).min(1),
+  stream: z.boolean().nullish(),
+  stream_options: z.looseObject({ include_usage: z.boolean().nullish() }).nullish(),
+  user: z.string().nullish(),
+});
+/** A `POST /v1/chat/completions` body, as far as we read it. */
+export type CompletionRequest = z.infer<typeof completionRequest>;
+
+/** OpenAI's `usage`: prompt tokens include the cached ones, as OpenAI counts them. */
+export function openAIUsage(u: TokenUsage): Record<string, unknown> {
+  const prompt = u.inputTokens + u.cacheReadTokens + u.cacheWriteTokens;
+  const details = u.cacheReadTokens || u.cacheWriteTokens
+    ? { prompt_tokens_details: { cached_tokens: u.cacheReadTokens, ...(u.cacheWriteTokens ? { cache_write_tokens: u.cacheWriteTokens } : {}) } }
+    : {};
+  return { prompt_tokens: prompt, completion_tokens: u.outputTokens, total_tokens: prompt + u.outputTokens, ...details };
+}
+
+/** The agent a request's `model` names: an agent id (also `switchboard/<id>`, `agent:<id>`), an agent's model, else the default agent. */
+export function agentForModel(agents: readonly AgentConfig[], model: string | undefined): AgentConfig {
+  const fallback = agents[0] as AgentConfig;
+  if (!model) return fallback;
+  const name = model.trim().toLowerCase().replace(/^(switchboard[/:]|agent:)/, '');
+  return agents.find((a) => a.id === name) ?? agents.find((a) => a.model.toLowerCase() === model.trim().toLowerCase()) ?? fallback;
+}
+
+export function textOf(content: CompletionRequest['messages'][number]['content']): string {
+  if (typeof content === 'string') return content;
+  if (!content) return '';
+  return content.filter((p) => (p.type === 'text' || p.type === 'input_text') && typeof p.text === 'string').map((p) => p.text).join('\n');
+}
+
+/** Validates a request body; a bad one is a 400 in OpenAI's words. */
+export function parseRequest(raw: unknown): CompletionRequest {
+  const parsed = completionRequest.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.join('.') || 'body';
+    const missing = issue?.code === 'invalid_type' && /received undefined/.test(issue.message);
+    throw new BadRequestError(missing ? `Missing required parameter: '${where}'.` : `Invalid '${where}': ${issue?.message ?? 'bad value'}.`, missing ? 'missing_required_parameter' : 'invalid_value');
+  }
+  return parsed.data;
+}
+
+/** Who the call talks as: a stable session name (`X-Session-Key` or `user`), or a one-off session. */
+export function sessionOf(header: string | undefined, user: string | null | undefined): { name: string; agentId?: string } | undefined {
+  const given = header?.trim() || user?.trim();
+  if (!given) return undefined;
+  if (given.length > 200 || /[\u0000-\u001f\u007f]/.test(given)) {
+    throw new BadRequestError('X-Session-Key (or "user") must be 1-200 printable characters.', 'invalid_session_key');
+  }
+  if (given.toLowerCase().startsWith('agent:')) {
+    // A full key, as answered in the X-Session-Key response header.
+    let parsed;
+    try {
+      parsed = parseSessionKey(given);
+    } catch (error) {
+      throw new BadRequestError((error as Error).message, 'invalid_session_key');
+    }
+    if (parsed.channel !== 'api' || parsed.chatType !== 'direct' || !parsed.peerId || parsed.dmScope !== 'per-channel-peer' || parsed.threadId) {
+      throw new BadRequestError(`${parsed.key} is not an API session key (agent:<agentId>:api:direct:<name>); send just the name.`, 'invalid_session_key');
+    }
+    return { name: parsed.peerId, agentId: parsed.agentId };
+  }
+  return { name: given };
+}
+
+/** An HTTP error answer. */
+export interface Failure {
+  status: number;
+  message: string;
+  code: string;
+}
+
+/** Maps a turn that did not reply to an OpenAI-style error. */
+export function failureOf(result: TurnResult | undefined, llmError: string | undefined, closing: boolean, correlationId: string): Failure {
+  const ref = ` (correlation id ${correlationId})`;
+  if (result?.outcome === 'stopped') {
+    return closing
+      ? { status: 503, message: 'The gateway is shutting down; try again once it is back.', code: 'shutting_down' }
+      : { status: 499, message: `The request was cancelled${ref}.`, code: 'request_cancelled' };
+  }
+  switch (llmError) {
+    case 'PROVIDER_RATE_LIMITED': return { status: 429, message: `The model provider is rate limiting; retry later${ref}.`, code: 'rate_limit_exceeded' };
+    case 'CONTEXT_OVERFLOW': return { status: 400, message: `The conversation does not fit the model's context window${ref}.`, code: 'context_length_exceeded' };
+    case undefined: return { status: 500, message: `The agent could not answer; see the gateway log${ref}.`, code: 'internal_error' };
+    default: return { status: 502, message: `The model provider failed (${llmError}); see the gateway log${ref}.`, code: llmError.toLowerCase() };
+  }
+}
+
+/** The reply text of a turn: every reply, notices first. */
+export const replyOf = (result: TurnResult): string => result.replies.map(outboundText).join('\n\n');

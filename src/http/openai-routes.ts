@@ -1,0 +1,230 @@
+import { randomUUID } from 'node:crypto';
+import type { Context } from 'hono';
+import type { TurnEvents } from '../agent/turn-events.ts';
+import type { ResolvedConfig } from '../config/resolved.ts';
+import type { InboundSink, TurnResult } from '../core/channel-adapter.ts';
+import type { Clock } from '../core/clock.ts';
+import { BadRequestError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+import type { InboundMessage } from '../core/message.ts';
+import type { HttpApp, HttpVariables } from './app.ts';
+import { errorBody, jsonError, readJson } from './http-error.ts';
+import {
+  agentForModel, failureOf, openAIUsage, parseRequest, replyOf, sessionOf, textOf, type Failure,
+} from './openai-request.ts';
+
+/** What the OpenAI-compatible routes need. */
+export interface OpenAIRouteDeps {
+  config: Pick<ResolvedConfig, 'agents' | 'providers'>;
+  /** The gateway's sink: API calls go through the same lanes as every channel. */
+  sink: InboundSink;
+  /** Turn events, to tell why a turn failed (rate limit, context overflow...). */
+  events: TurnEvents;
+  clock: Clock;
+  logger: Logger;
+  startedAt: number;
+  isClosing(): boolean;
+  /** Waits until the turn's ledger records are on disk, so a caller can read them once answered. */
+  flushLedger?(): Promise<void>;
+}
+
+type ApiContext = Context<{ Variables: HttpVariables }>;
+
+/** Text deltas of a streaming turn, buffered until the SSE stream is ready to take them. */
+class DeltaRelay {
+  readonly buffered: string[] = [];
+  /** Resolves at the first delta. */
+  readonly started: Promise<void>;
+  private target: ((text: string) => void) | undefined;
+  private resolveStarted!: () => void;
+
+  constructor() {
+    this.started = new Promise<void>((resolve) => { this.resolveStarted = resolve; });
+  }
+
+  readonly push = (text: string): void => {
+    if (this.target) this.target(text);
+    else {
+      this.buffered.push(text);
+      this.resolveStarted();
+    }
+  };
+
+  attach(target: ((text: string) => void) | undefined): void {
+    this.target = target;
+  }
+}
+
+/** A submitted API turn: its result (after the ledger is flushed) and why it failed, if it did. */
+interface RunningTurn {
+  sessionKey?: string;
+  done: Promise<TurnResult | undefined>;
+  failure(result: TurnResult | undefined): Failure;
+}
+
+const succeeded = (result: TurnResult | undefined): result is TurnResult =>
+  Boolean(result) && result!.outcome !== 'failed' && result!.outcome !== 'stopped';
+
+/** `POST /v1/chat/completions` and `GET /v1/models` (SPEC §7). */
+export function mountOpenAIRoutes(deps: OpenAIRouteDeps): (app: HttpApp) => void {
+  return (app) => {
+    app.get('/v1/models', (c) => c.json(modelList(deps)));
+    app.post('/v1/chat/completions', (c) => chatCompletion(c, deps));
+  };
+}
+
+/** The configured agents (by id), then every distinct configured model. */
+function modelList(deps: OpenAIRouteDeps): { object: 'list'; data: Record<string, unknown>[] } {
+  const created = Math.floor(deps.startedAt / 1000);
+  const data: Record<string, unknown>[] = [];
+  const seen = new Set<string>();
+  for (const agent of deps.config.agents) {
+    seen.add(agent.id);
+    data.push({ id: agent.id, object: 'model', created, owned_by: 'switchboard', agent: { id: agent.id, name: agent.name, model: agent.model, provider: agent.providerId } });
+  }
+  const models = [
+    ...deps.config.agents.map((a) => ({ model: a.model, provider: a.providerId })),
+    ...Object.values(deps.config.providers).map((p) => ({ model: p.model, provider: p.id })),
+  ];
+  for (const { model, provider } of models) {
+    if (seen.has(model)) continue;
+    seen.add(model);
+    data.push({ id: model, object: 'model', created, owned_by: provider });
+  }
+  return { object: 'list', data };
+}
+
+/**
+ * One chat completion. The last user message is the turn's input; the session keeps its own history, so
+ * earlier and system messages of the request are not used.
+ */
+async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Response> {
+  const correlationId = c.get('correlationId');
+  const body = parseRequest(await readJson(c));
+  const last = body.messages.findLast((m) => m.role === 'user');
+  const text = last ? textOf(last.content).trim() : '';
+  if (!text) throw new BadRequestError('messages must contain a user message with text; the last one is the turn\'s input.', 'invalid_value');
+  const session = sessionOf(c.req.header('x-session-key'), body.user);
+  const agent = session?.agentId ? deps.config.agents.find((a) => a.id === session.agentId) : agentForModel(deps.config.agents, body.model);
+  if (!agent) throw new BadRequestError(`No agent "${session?.agentId}" is configured.`, 'invalid_session_key');
+  const peer = session?.name ?? `oneoff-${randomUUID()}`;
+  const message: InboundMessage = {
+    id: randomUUID(), channel: 'api', accountId: 'default', chatType: 'direct', chatId: peer, peerId: peer,
+    sender: { id: peer, ...(session ? { name: session.name } : {}) }, text, attachments: [], mentionsBot: true,
+    receivedAt: deps.clock.now(), correlationId, agentId: agent.id, dmScope: 'per-channel-peer', ephemeral: !session,
+  };
+  const relay = body.stream === true ? new DeltaRelay() : undefined;
+  const abort = new AbortController();
+  const turn = await submit(c, deps, message, abort, relay);
+  if (!turn) return jsonError(c, 400, 'The message was not accepted.', 'not_accepted');
+  const headers: Record<string, string> = { 'X-Correlation-Id': correlationId, ...(turn.sessionKey ? { 'X-Session-Key': turn.sessionKey } : {}) };
+  const id = `chatcmpl-${randomUUID().replace(/-/g, '')}`;
+  const created = Math.floor(deps.clock.now() / 1000);
+
+  if (!relay) {
+    const result = await turn.done;
+    if (!succeeded(result)) return failureResponse(c, turn.failure(result), headers);
+    return c.json({
+      id, object: 'chat.completion', created, model: result.model ?? agent.model, system_fingerprint: null,
+      choices: [{ index: 0, message: { role: 'assistant', content: replyOf(result), refusal: null }, finish_reason: 'stop', logprobs: null }],
+      usage: openAIUsage(result.usage),
+    }, 200, { ...headers, 'X-Session-Id': result.sessionId, ...(result.usageEstimated ? { 'X-Usage-Estimated': 'true' } : {}) });
+  }
+
+  // Wait for the first token (or the end) before answering, so a turn that fails early gets a real HTTP error.
+  const early = await Promise.race([relay.started.then(() => undefined), turn.done.then((result) => ({ result }))]);
+  if (early && !succeeded(early.result)) return failureResponse(c, turn.failure(early.result), headers);
+  const stream = sseStream({ id, created, model: agent.model, includeUsage: body.stream_options?.include_usage === true, relay, turn, abort });
+  return new Response(stream, { headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers } });
+}
+
+/** Hands the message to the gateway; undefined when it was not accepted. Cleans up when the turn ends. */
+async function submit(c: ApiContext, deps: OpenAIRouteDeps, message: InboundMessage, abort: AbortController, relay?: DeltaRelay): Promise<RunningTurn | undefined> {
+  const correlationId = message.correlationId as string;
+  const logger = deps.logger.child({ correlationId, channel: 'api' });
+  const clientGone = () => abort.abort(new Error('the HTTP client went away'));
+  c.req.raw.signal.addEventListener('abort', clientGone, { once: true });
+  let llmError: string | undefined;
+  const unsubscribe = deps.events.subscribe({ onLlmCall: (e) => { if (e.correlationId === correlationId && e.error) llmError = e.error; } });
+  const cleanup = () => {
+    unsubscribe();
+    c.req.raw.signal.removeEventListener('abort', clientGone);
+  };
+  let submission;
+  try {
+    submission = await deps.sink(message, { signal: abort.signal, ...(relay ? { onDelta: relay.push } : {}) });
+  } catch (error) {
+    cleanup();
+    throw error;
+  }
+  if (submission.status !== 'accepted') {
+    cleanup();
+    logger.warn({ status: submission.status }, 'API message not accepted');
+    return undefined;
+  }
+  const done = submission.done.then(async (result) => {
+    await deps.flushLedger?.().catch((err: unknown) => logger.warn({ err }, 'token ledger flush failed'));
+    return result;
+  }).finally(cleanup);
+  return {
+    sessionKey: submission.sessionKey,
+    done,
+    failure: (result) => {
+      const f = failureOf(result, llmError, deps.isClosing(), correlationId);
+      logger.warn({ status: f.status, code: f.code, outcome: result?.outcome }, 'API turn did not reply');
+      return f;
+    },
+  };
+}
+
+function failureResponse(c: ApiContext, f: Failure, headers: Record<string, string>): Response {
+  return c.json(errorBody(f.status, f.message, f.code), f.status as 400, headers);
+}
+
+/** The SSE body: a role chunk, content deltas, the finish chunk, the usage chunk when asked, `data: [DONE]`. */
+function sseStream(options: {
+  id: string; created: number; model: string; includeUsage: boolean; relay: DeltaRelay; turn: RunningTurn; abort: AbortController;
+}): ReadableStream<Uint8Array> {
+  const { id, created, model, includeUsage, relay, turn } = options;
+  const encoder = new TextEncoder();
+  return new ReadableStream<Uint8Array>({
+    async start(controller) {
+      let open = true;
+      const write = (data: unknown) => {
+        if (!open) return;
+        try {
+          controller.enqueue(encoder.encode(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`));
+        } catch {
+          open = false;
+        }
+      };
+      const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+        write({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: null, choices, ...(includeUsage ? { usage: null } : {}), ...extra });
+      const delta = (content: string) => chunk([{ index: 0, delta: { content }, finish_reason: null, logprobs: null }]);
+      chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null, logprobs: null }]);
+      let streamed = '';
+      const forward = (d: string) => { streamed += d; delta(d); };
+      for (const d of relay.buffered.splice(0)) forward(d);
+      relay.attach(forward);
+      const result = await turn.done;
+      relay.attach(undefined);
+      if (succeeded(result)) {
+        const reply = replyOf(result);
+        // Command replies and notices arrive whole: send what was not streamed.
+        if (!streamed) delta(reply);
+        else if (reply.startsWith(streamed) && reply.length > streamed.length) delta(reply.slice(streamed.length));
+        chunk([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }]);
+        if (includeUsage) chunk([], { usage: openAIUsage(result.usage) });
+      } else {
+        // Headers are sent: report the failure in-band, as OpenAI does (the client throws an APIError).
+        const f = turn.failure(result);
+        write(errorBody(f.status, f.message, f.code));
+      }
+      write('[DONE]');
+      if (open) controller.close();
+    },
+    cancel() {
+      options.abort.abort(new Error('the HTTP client went away'));
+    },
+  });
+}
