@@ -1,25 +1,243 @@
-import type { ChannelAdapter, ChannelStatus } from '../../src/core/channel-adapter.ts';
-import { ChannelError } from '../../src/core/errors.ts';
-import type { ChannelFactoryContext } from '../types.ts';
+import { App, type AllMiddlewareArgs, type Logger as BoltLogger, type webApi } from '@slack/bolt';
 import type { SlackAccountConfig } from '../../src/config/resolved.ts';
+import type { ChannelAdapter, ChannelStatus, HttpRoute, InboundSink } from '../../src/core/channel-adapter.ts';
+import { ChannelError, type SwitchboardError } from '../../src/core/errors.ts';
+import type { Logger } from '../../src/core/logger.ts';
+import { outboundText, type DeliveryTarget, type OutboundMessage } from '../../src/core/message.ts';
+import type { ChannelFactoryContext } from '../types.ts';
+import { checkBotToken, describeSlackError } from './auth.ts';
+import { boltLogger } from './bolt-logger.ts';
+import { BoundedMap } from './bounded-map.ts';
+import { DELIVERY_PROPERTY, SlackHttpReceiver, type DeliveryOutcome } from './http-receiver.ts';
+import { normalizeSlackEvent, tsOfMessageId, type SlackBotIdentity, type SlackEnvelope, type SlackMessageEvent } from './normalize.ts';
+import { renderSlackChunks } from './render.ts';
+import { SlackSocket } from './socket.ts';
 
 /** Options of {@link createSlackChannel}. */
 export interface SlackChannelOptions extends ChannelFactoryContext {
   account: SlackAccountConfig;
+  /** Bound on start-up (auth.test, then the Socket Mode connection), default 10 s. */
+  startTimeoutMs?: number;
+  /** HTTP mode: the longest an event request waits before answering 200 (default 2.5 s). */
+  ackDeadlineMs?: number;
 }
 
-/** The Slack channel of one account. Placeholder until the Slack issue lands: it reports that it is not built. */
+/** The Slack channel of one account (one workspace app). */
 export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter {
-  let status: ChannelStatus = 'stopped';
-  return {
-    id: 'slack',
-    accountId: options.account.accountId,
-    get status() { return status; },
-    async start() {
-      status = 'failed';
-      throw new ChannelError('CHANNEL_NOT_BUILT', 'Slack support is not built in this version yet.');
-    },
-    async stop() { status = 'stopped'; },
-    async send() { throw new ChannelError('CHANNEL_NOT_BUILT', 'Slack support is not built in this version yet.'); },
-  };
+  return new SlackChannel(options);
+}
+
+/**
+ * Rate-limited calls wait for `Retry-After` and are retried (web-api pauses its queue for that long);
+ * other failures are retried briefly, so a send never hangs for long.
+ */
+const RETRY_CONFIG = { retries: 3, factor: 2, minTimeout: 250, maxTimeout: 2000 };
+
+/** A thread the bot has answered in: replies there count as addressed to it. */
+interface BotThread {
+  lastReply?: string;
+  seeded: boolean;
+}
+
+type ListenerArgs = { event: unknown; body: unknown; context: AllMiddlewareArgs['context']; client: webApi.WebClient };
+
+/**
+ * Slack on @slack/bolt: Socket Mode by default, or the Events API on `POST /webhooks/slack/<accountId>`
+ * of the gateway's own server (mode `http`). Slack has no typing indicator for bots outside its
+ * assistant threads, so this adapter has no `typing`.
+ */
+class SlackChannel implements ChannelAdapter {
+  readonly id = 'slack' as const;
+  readonly accountId: string;
+  status: ChannelStatus = 'stopped';
+  statusDetail?: string;
+  private readonly options: SlackChannelOptions;
+  private readonly account: SlackAccountConfig;
+  private readonly logger: Logger;
+  private readonly bolt: BoltLogger;
+  private readonly clientOptions: webApi.WebClientOptions;
+  private readonly httpReceiver?: SlackHttpReceiver;
+  /** Event ids being or recently handed over: the gateway's journal dedupes durably, this covers a retry racing the original. */
+  private readonly recentEvents = new BoundedMap<string, true>(2000);
+  private readonly botThreads = new BoundedMap<string, BotThread>(5000);
+  private readonly userNames = new BoundedMap<string, string | null>(5000);
+  private app?: App;
+  private socket?: SlackSocket;
+
+  constructor(options: SlackChannelOptions) {
+    this.options = options;
+    this.account = options.account;
+    this.accountId = options.account.accountId;
+    this.logger = options.logger.child({ channel: 'slack', accountId: this.accountId });
+    this.bolt = boltLogger(this.logger.child({ component: 'bolt' }));
+    this.clientOptions = {
+      ...(this.account.apiUrl ? { slackApiUrl: this.account.apiUrl } : {}),
+      retryConfig: RETRY_CONFIG,
+      rejectRateLimitedCalls: false,
+      timeout: 30_000,
+      logger: this.bolt,
+    };
+    if (this.account.mode === 'http') {
+      this.httpReceiver = new SlackHttpReceiver({ signingSecret: this.account.signingSecret, clock: options.clock, logger: this.logger, ackDeadlineMs: options.ackDeadlineMs });
+    }
+  }
+
+  async start(sink: InboundSink): Promise<void> {
+    this.status = 'starting';
+    this.statusDetail = undefined;
+    this.checkConfig();
+    const timeoutMs = this.options.startTimeoutMs ?? 10_000;
+    let bot: SlackBotIdentity;
+    try {
+      bot = await checkBotToken({ token: this.account.botToken, apiUrl: this.account.apiUrl, accountId: this.accountId, timeoutMs, logger: this.bolt });
+    } catch (error) {
+      return this.fail(error as ChannelError);
+    }
+    const app = this.createApp(sink, bot);
+    this.app = app;
+    try {
+      await withTimeout<unknown>(this.socket ? this.socket.start() : app.start(), timeoutMs);
+    } catch (error) {
+      await this.socket?.stop().catch(() => undefined);
+      this.app = undefined;
+      const detail = error === TIMEOUT ? `no connection within ${timeoutMs / 1000} s` : describeSlackError(error);
+      return this.fail(new ChannelError('SLACK_SOCKET_FAILED', `Slack account "${this.accountId}": Socket Mode did not connect (${detail}); check SLACK_APP_TOKEN and that Socket Mode is on for the app.`, error));
+    }
+    this.status = 'running';
+    this.logger.info({ mode: this.account.mode, botUserId: bot.userId, teamId: bot.teamId }, 'slack: connected');
+  }
+
+  async stop(): Promise<void> {
+    const app = this.app;
+    this.app = undefined;
+    this.status = 'stopped';
+    if (this.socket) await this.socket.stop().catch((err: unknown) => this.logger.warn({ err }, 'slack: Socket Mode did not close cleanly'));
+    else if (app) await app.stop().catch((err: unknown) => this.logger.warn({ err }, 'slack: stop failed'));
+    this.socket = undefined;
+  }
+
+  /** Renders to mrkdwn and posts each chunk; in channels, into the thread of the message answered. */
+  async send(target: DeliveryTarget, message: OutboundMessage): Promise<void> {
+    const client = this.app?.client;
+    if (!client) throw new ChannelError('SLACK_NOT_RUNNING', `Slack account "${this.accountId}" is not running; the reply was not sent.`);
+    const threadTs = message.threadId ?? target.threadId
+      ?? (target.chatType === 'direct' ? undefined : tsOfMessageId(message.replyTo ?? target.replyToId));
+    const chunks = renderSlackChunks(outboundText(message));
+    for (const text of chunks) {
+      try {
+        await client.chat.postMessage({ channel: target.chatId, text, ...(threadTs ? { thread_ts: threadTs } : {}) });
+      } catch (error) {
+        throw new ChannelError('SLACK_SEND_FAILED', `Slack chat.postMessage to ${target.chatId} failed (${describeSlackError(error)}).`, error);
+      }
+    }
+    if (threadTs && target.chatType !== 'direct' && chunks.length) {
+      const key = `${target.chatId}:${threadTs}`;
+      this.botThreads.set(key, { lastReply: message.text, seeded: this.botThreads.get(key)?.seeded ?? false });
+    }
+  }
+
+  routes(): HttpRoute[] {
+    const receiver = this.httpReceiver;
+    if (!receiver) return [];
+    return [{ method: 'POST', path: `/webhooks/slack/${this.accountId}`, handle: (request, _params, context) => receiver.handle(request, context.correlationId) }];
+  }
+
+  private checkConfig(): void {
+    const { account, accountId: id } = this;
+    if (!account.botToken) {
+      this.fail(new ChannelError('SLACK_CONFIG', `Slack account "${id}": SLACK_BOT_TOKEN is not set; create a Slack app, install it and put its bot token (xoxb-…) in .env.`));
+    }
+    if (account.mode === 'socket' && !account.appToken) {
+      this.fail(new ChannelError('SLACK_CONFIG', `Slack account "${id}": Socket Mode needs SLACK_APP_TOKEN (an xapp-… token with connections:write); or set channels.slack.mode to "http" with SLACK_SIGNING_SECRET.`));
+    }
+    if (account.mode === 'http' && !account.signingSecret) {
+      this.fail(new ChannelError('SLACK_CONFIG', `Slack account "${id}": HTTP mode needs SLACK_SIGNING_SECRET (Basic Information → App Credentials) to verify Slack's requests.`));
+    }
+  }
+
+  private fail(error: ChannelError): never {
+    this.status = 'failed';
+    this.statusDetail = error.message;
+    throw error;
+  }
+
+  /** The bolt App, with the identity from our own auth.test so bolt never calls it (no unbounded retries). */
+  private createApp(sink: InboundSink, bot: SlackBotIdentity): App {
+    if (this.account.mode === 'socket') {
+      this.socket = new SlackSocket({ appToken: this.account.appToken, clientOptions: this.clientOptions, boltLogger: this.bolt, logger: this.logger });
+    }
+    const app = new App({
+      token: this.account.botToken,
+      botId: bot.botId ?? '',
+      botUserId: bot.userId,
+      tokenVerificationEnabled: false,
+      receiver: this.socket?.receiver ?? this.httpReceiver,
+      clientOptions: this.clientOptions,
+      logger: this.bolt,
+      ignoreSelf: true,
+      convoStore: false,
+    });
+    const listener = (args: ListenerArgs) => this.onEvent(sink, bot, args);
+    app.event('message', listener);
+    app.event('app_mention', listener);
+    app.error(async (error) => { this.logger.error({ err: error }, 'slack: listener failed'); });
+    return app;
+  }
+
+  private async onEvent(sink: InboundSink, bot: SlackBotIdentity, args: ListenerArgs): Promise<void> {
+    const envelope = args.body as SlackEnvelope;
+    const event = args.event as SlackMessageEvent;
+    const eventId = envelope.event_id;
+    if (eventId && this.recentEvents.has(eventId)) return;
+    const threadKey = event.thread_ts ? `${event.channel}:${event.thread_ts}` : undefined;
+    const thread = threadKey ? this.botThreads.get(threadKey) : undefined;
+    const result = normalizeSlackEvent({
+      event, envelope, bot, accountId: this.accountId, receivedAt: this.options.clock.now(),
+      ...(thread ? { botThread: thread.seeded ? {} : { lastReply: thread.lastReply } } : {}),
+    });
+    if (result.kind === 'ignored') {
+      this.logger.debug({ eventId, reason: result.reason }, 'slack: event ignored');
+      return;
+    }
+    const message = result.message;
+    if (eventId) this.recentEvents.set(eventId, true);
+    if (thread && threadKey) this.botThreads.set(threadKey, { ...thread, seeded: true });
+    const name = message.sender.name ? undefined : await this.userName(args.client, message.sender.id);
+    if (name) message.sender.name = name;
+    try {
+      const submission = await sink(message);
+      this.logger.debug({ eventId, status: submission.status, sessionKey: submission.sessionKey, correlationId: submission.correlationId }, 'slack: event submitted');
+    } catch (error) {
+      if (eventId) this.recentEvents.delete(eventId);
+      const outcome = args.context[DELIVERY_PROPERTY] as DeliveryOutcome | undefined;
+      if (outcome) outcome.rejected = true;
+      if ((error as SwitchboardError).code === 'SHUTTING_DOWN') this.logger.info({ eventId }, 'slack: event refused while shutting down');
+      else this.logger.error({ err: error, eventId }, 'slack: event could not be submitted');
+    }
+  }
+
+  /** The sender's display name (users.info, cached; waits at most 1.5 s; none when Slack has none). */
+  private async userName(client: webApi.WebClient, userId: string): Promise<string | undefined> {
+    if (this.userNames.has(userId)) return this.userNames.get(userId) ?? undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const lookup = client.users.info({ user: userId }).then(
+      (r) => r.user?.profile?.display_name || r.user?.profile?.real_name || r.user?.real_name || r.user?.name || null,
+      () => null,
+    );
+    const name = await Promise.race([lookup, new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), 1500); })]);
+    clearTimeout(timer);
+    if (name !== undefined) this.userNames.set(userId, name);
+    return name ?? undefined;
+  }
+}
+
+const TIMEOUT = Symbol('timeout');
+
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(TIMEOUT), ms); })]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

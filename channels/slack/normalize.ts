@@ -1,0 +1,181 @@
+import type { Attachment, ChatType, InboundMessage } from '../../src/core/message.ts';
+
+/** A Slack file object, as far as a message listing needs it. */
+export interface SlackFile {
+  id: string;
+  name?: string;
+  title?: string;
+  mimetype?: string;
+  size?: number;
+}
+
+/** The fields of a Slack `message` or `app_mention` event that Switchboard reads. */
+export interface SlackMessageEvent {
+  type: string;
+  subtype?: string;
+  channel?: string;
+  /** `im`, `mpim`, `channel` (public) or `group` (private); absent on `app_mention`. */
+  channel_type?: string;
+  user?: string;
+  bot_id?: string;
+  text?: string;
+  ts?: string;
+  thread_ts?: string;
+  team?: string;
+  hidden?: boolean;
+  edited?: unknown;
+  files?: SlackFile[];
+  user_profile?: { display_name?: string; real_name?: string; name?: string };
+}
+
+/** The Events API envelope around an event (`event_callback`). */
+export interface SlackEnvelope {
+  event_id?: string;
+  team_id?: string;
+  event_time?: number;
+}
+
+/** Who the bot is, from `auth.test`. */
+export interface SlackBotIdentity {
+  userId: string;
+  botId?: string;
+  teamId?: string;
+}
+
+/** Everything {@link normalizeSlackEvent} needs; the caller looks up what is not in the event. */
+export interface NormalizeInput {
+  event: SlackMessageEvent;
+  envelope: SlackEnvelope;
+  accountId: string;
+  bot: SlackBotIdentity;
+  /** Epoch milliseconds. */
+  receivedAt: number;
+  /** The sender's display name, when known (users.info). */
+  senderName?: string;
+  /**
+   * Set when the message is in a thread the bot has answered in: such a reply counts as addressed to
+   * the bot (like a reply to it). `lastReply` seeds a thread's first message with what the bot said.
+   */
+  botThread?: { lastReply?: string };
+}
+
+/** A message for the gateway, or why the event is not one. */
+export type NormalizeResult = { kind: 'message'; message: InboundMessage } | { kind: 'ignored'; reason: string };
+
+/** Message subtypes that carry a person's new message; every other subtype (edits, deletions, joins...) is ignored. */
+const USER_SUBTYPES = new Set(['file_share', 'thread_broadcast', 'me_message']);
+
+/**
+ * Turns a Slack `message` or `app_mention` event into an {@link InboundMessage} (pure).
+ *
+ * - `message` in a DM (`im`) → `direct`; in channels, private channels and group DMs → `channel`.
+ * - A channel message that mentions the bot is ignored here: Slack also sends it as `app_mention`,
+ *   which is the one answered, so it runs once. An `app_mention` in a DM is ignored for the same reason.
+ * - `thread_ts` (other than the message's own ts) → `threadId`.
+ * - Edits, deletions and other subtypes, hidden events, bot messages and the bot's own messages are ignored.
+ */
+export function normalizeSlackEvent(input: NormalizeInput): NormalizeResult {
+  const { event, envelope, bot } = input;
+  const ignored = (reason: string): NormalizeResult => ({ kind: 'ignored', reason });
+  if (event.type !== 'message' && event.type !== 'app_mention') return ignored(`event type ${event.type}`);
+  if (event.subtype === 'message_changed' || event.edited !== undefined) return ignored('edit');
+  if (event.subtype === 'message_deleted') return ignored('deletion');
+  if (event.subtype === 'bot_message' || event.bot_id) return event.bot_id && event.bot_id === bot.botId ? ignored('own message') : ignored('bot message');
+  if (event.subtype && !USER_SUBTYPES.has(event.subtype)) return ignored(`subtype ${event.subtype}`);
+  if (event.hidden) return ignored('hidden');
+  if (!event.user || !event.channel || !event.ts) return ignored('no user, channel or ts');
+  if (event.user === bot.userId) return ignored('own message');
+
+  const chatType = chatTypeOf(event);
+  const rawText = event.text ?? '';
+  const mentioned = mentionsUser(rawText, bot.userId);
+  if (event.type === 'message' && chatType === 'channel' && mentioned) return ignored('mention (answered as app_mention)');
+  if (event.type === 'app_mention' && chatType === 'direct') return ignored('mention in a DM (answered as message.im)');
+
+  const text = slackToPlainText(rawText, bot.userId);
+  const attachments = (event.files ?? []).map(fileAttachment);
+  if (!text && attachments.length === 0) return ignored('empty');
+
+  const threadId = event.thread_ts && event.thread_ts !== event.ts ? event.thread_ts : undefined;
+  const team = event.team ?? envelope.team_id ?? bot.teamId;
+  const profile = event.user_profile;
+  const name = input.senderName ?? (profile?.display_name || profile?.real_name || undefined);
+  const message: InboundMessage = {
+    id: messageId(event.channel, event.ts),
+    deliveryId: envelope.event_id,
+    channel: 'slack',
+    accountId: input.accountId,
+    chatType,
+    chatId: event.channel,
+    peerId: event.user,
+    ...(chatType === 'channel' ? { groupId: event.channel } : {}),
+    ...(team ? { containerIds: [team] } : {}),
+    ...(threadId ? { threadId } : {}),
+    sender: { id: event.user, ...(name ? { name } : {}), ...(profile?.name ? { username: profile.name } : {}) },
+    text,
+    attachments,
+    ...(threadId && input.botThread?.lastReply ? { replyTo: { id: messageId(event.channel, threadId), text: input.botThread.lastReply, fromBot: true } } : {}),
+    mentionsBot: event.type === 'app_mention' || mentioned || (threadId !== undefined && input.botThread !== undefined),
+    receivedAt: input.receivedAt,
+    raw: event,
+  };
+  return { kind: 'message', message };
+}
+
+/** `direct` for DMs (`im`, or a `D…` channel id when the type is absent), else `channel`. */
+function chatTypeOf(event: SlackMessageEvent): ChatType {
+  if (event.channel_type) return event.channel_type === 'im' ? 'direct' : 'channel';
+  return event.channel?.startsWith('D') ? 'direct' : 'channel';
+}
+
+/** The message id: `<channel>:<ts>` (a ts is unique within its conversation only). */
+export function messageId(channel: string, ts: string): string {
+  return `${channel}:${ts}`;
+}
+
+/** The ts inside a message id built by {@link messageId} (or a bare ts). */
+export function tsOfMessageId(id: string | undefined): string | undefined {
+  if (!id) return undefined;
+  const ts = id.slice(id.lastIndexOf(':') + 1);
+  return /^\d+\.\d+$/.test(ts) ? ts : undefined;
+}
+
+function mentionsUser(text: string, userId: string): boolean {
+  return userId !== '' && new RegExp(`<@${escapeRegExp(userId)}(\\|[^>]*)?>`).test(text);
+}
+
+function fileAttachment(file: SlackFile): Attachment {
+  return {
+    type: file.mimetype?.startsWith('image/') ? 'image' : 'file',
+    fileId: file.id,
+    ...(file.name ?? file.title ? { name: file.name ?? file.title } : {}),
+    ...(file.mimetype ? { mimeType: file.mimetype } : {}),
+    ...(file.size !== undefined ? { size: file.size } : {}),
+  };
+}
+
+/**
+ * Slack message markup → plain text: the bot's own mentions are removed (so `@bot /status` is a command),
+ * other mentions become `@id` (or `@label`), channels `#name`, links `label (url)`, and `&amp;` `&lt;` `&gt;` are unescaped.
+ */
+export function slackToPlainText(text: string, botUserId: string): string {
+  const withoutBot = botUserId ? text.replace(new RegExp(`<@${escapeRegExp(botUserId)}(\\|[^>]*)?>\\s*`, 'g'), '') : text;
+  const converted = withoutBot.replace(/<([^<>]+)>/g, (_all, inner: string) => {
+    const bar = inner.indexOf('|');
+    const target = bar === -1 ? inner : inner.slice(0, bar);
+    const label = bar === -1 ? undefined : inner.slice(bar + 1);
+    if (target.startsWith('@')) return label ? `@${label}` : target;
+    if (target.startsWith('#')) return label ? `#${label}` : target;
+    if (target.startsWith('!')) {
+      const special = target.slice(1).split('^')[0] ?? '';
+      return label ?? `@${special}`;
+    }
+    if (label && label !== target && label !== target.replace(/^mailto:/, '')) return `${label} (${target})`;
+    return label ?? target;
+  });
+  return converted.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&').trim();
+}
+
+function escapeRegExp(value: string): string {
+  return value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

@@ -1,0 +1,102 @@
+import { SocketModeReceiver, type Logger as BoltLogger, webApi } from '@slack/bolt';
+import type { Logger } from '../../src/core/logger.ts';
+
+/** Options of {@link SlackSocket}. */
+export interface SlackSocketOptions {
+  appToken: string;
+  clientOptions: webApi.WebClientOptions;
+  boltLogger: BoltLogger;
+  logger: Logger;
+  /** Longest wait for the close handshake on stop (default 2 s). */
+  closeTimeoutMs?: number;
+}
+
+/**
+ * Socket Mode through bolt's SocketModeReceiver, with two changes: reconnection is ours (bolt's own loop
+ * turns an unreachable API during a reconnect into an unhandled rejection), from 0.5 s backing off to 30 s;
+ * and stop waits for the close handshake, then cleans up (so no 30 s handshake timer is left behind).
+ */
+export class SlackSocket {
+  readonly receiver: SocketModeReceiver;
+  private readonly options: SlackSocketOptions;
+  private stopping = false;
+  private connected = false;
+  private failures = 0;
+  private reconnectTimer?: NodeJS.Timeout;
+  /** While starting or stopping, the Socket Mode client's own complaints go to debug: the outcome is logged once by us. */
+  private quiet = false;
+
+  constructor(options: SlackSocketOptions) {
+    this.options = options;
+    const bolt = options.boltLogger;
+    const logger: BoltLogger = {
+      ...bolt,
+      warn: (...args: unknown[]) => (this.quiet ? bolt.debug : bolt.warn)(...args),
+      error: (...args: unknown[]) => (this.quiet ? bolt.debug : bolt.error)(...args),
+    };
+    this.receiver = new SocketModeReceiver({
+      appToken: options.appToken,
+      logger,
+      autoReconnectEnabled: false,
+      installerOptions: { clientOptions: { ...options.clientOptions } },
+    });
+    this.receiver.client.on('disconnected', () => this.onDisconnected());
+  }
+
+  /** Opens the connection; resolves on Slack's `hello`. */
+  async start(): Promise<void> {
+    this.stopping = false;
+    this.quiet = true;
+    try {
+      await this.receiver.client.start();
+    } finally {
+      this.quiet = false;
+    }
+    this.connected = true;
+    this.failures = 0;
+  }
+
+  /** Closes the connection gracefully (bounded). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.quiet = true;
+    clearTimeout(this.reconnectTimer);
+    const client = this.receiver.client;
+    let timer: NodeJS.Timeout | undefined;
+    const closed = await Promise.race([
+      client.disconnect().then(() => true),
+      new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), this.options.closeTimeoutMs ?? 2000); }),
+    ]);
+    clearTimeout(timer);
+    // The peer never answered the close frame: a second disconnect() on a CLOSING socket cleans up at once.
+    if (!closed) client.websocket?.disconnect();
+    this.connected = false;
+  }
+
+  private onDisconnected(): void {
+    if (this.stopping || !this.connected) return;
+    this.connected = false;
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    const delay = Math.min(30_000, 500 * 2 ** this.failures);
+    this.options.logger.warn({ retryInMs: delay }, 'slack: Socket Mode connection lost; reconnecting');
+    this.reconnectTimer = setTimeout(() => {
+      if (this.stopping) return;
+      this.receiver.client.start().then(
+        () => {
+          this.connected = true;
+          this.failures = 0;
+          this.options.logger.info('slack: Socket Mode reconnected');
+        },
+        (err: unknown) => {
+          this.failures++;
+          this.options.logger.warn({ err }, 'slack: Socket Mode reconnect failed');
+          if (!this.stopping) this.scheduleReconnect();
+        },
+      );
+    }, delay);
+    this.reconnectTimer.unref();
+  }
+}

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { chunkBlocks, escapeMrkdwn, renderMrkdwn, renderSlackChunks, SLACK_TEXT_LIMIT } from '../../../channels/slack/render.ts';
+
+describe('Slack mrkdwn rendering', () => {
+  it('renders bold, italics, strike, inline code and links', () => {
+    expect(renderMrkdwn('**bold**, *italic*, _also_, ~~gone~~, `code` and [the docs](https://example.com/a?b=1&c=2)'))
+      .toBe('*bold*, _italic_, _also_, ~gone~, `code` and <https://example.com/a?b=1&amp;c=2|the docs>');
+  });
+
+  it('writes a bare link once, and keeps only the label of a relative link', () => {
+    expect(renderMrkdwn('<https://example.com> and [x](https://example.com/x|y)')).toBe('<https://example.com> and <https://example.com/x%7Cy|x>');
+    expect(renderMrkdwn('[local](./file.md)')).toBe('local');
+  });
+
+  it('escapes &, < and > in text and code, but not in the link syntax it emits', () => {
+    expect(renderMrkdwn('a < b && c > d <!channel> [x & y](https://e.com)')).toBe('a &lt; b &amp;&amp; c &gt; d &lt;!channel&gt; <https://e.com|x &amp; y>');
+    expect(renderMrkdwn('`if a < b`')).toBe('`if a &lt; b`');
+    expect(escapeMrkdwn('<@U1> & co')).toBe('&lt;@U1&gt; &amp; co');
+  });
+
+  it('renders headings as bold lines, lists, quotes, rules and code blocks without a language', () => {
+    const md = '# Plan **now**\n\nIntro\n\n- one\n- two\n  1. inner\n\n3. three\n4. four\n\n> quoted\n> text\n\n---\n\n```ts\nconst x = a < b;\n```';
+    expect(renderMrkdwn(md)).toBe([
+      '*Plan now*',
+      'Intro',
+      '• one\n• two\n    1. inner',
+      '3. three\n4. four',
+      '> quoted\n> text',
+      '──────────',
+      '```\nconst x = a &lt; b;\n```',
+    ].join('\n\n'));
+  });
+
+  it('turns a table into an aligned code block', () => {
+    expect(renderMrkdwn('| name | n |\n|---|---|\n| alpha | 1 |\n| b | 22 |')).toBe('```\nname  | n\n------+---\nalpha | 1\nb     | 22\n```');
+  });
+
+  it('keeps single line breaks', () => {
+    expect(renderMrkdwn('line one\nline two')).toBe('line one\nline two');
+  });
+});
+
+describe('Slack message splitting (4000 characters)', () => {
+  it('sends a short reply as one message and an empty one as none', () => {
+    expect(renderSlackChunks('hello')).toEqual(['hello']);
+    expect(renderSlackChunks('  \n ')).toEqual([]);
+  });
+
+  it('splits long prose between words', () => {
+    const words = Array.from({ length: 1500 }, (_, i) => `w${i}`).join(' ');
+    const chunks = renderSlackChunks(words);
+    expect(chunks.length).toBeGreaterThan(1);
+    for (const c of chunks) expect(c.length).toBeLessThanOrEqual(SLACK_TEXT_LIMIT);
+    expect(chunks.join(' ')).toBe(words);
+  });
+
+  it('packs paragraphs together and breaks between them', () => {
+    const para = 'x'.repeat(1500);
+    expect(renderSlackChunks([para, para, para].join('\n\n'))).toEqual([`${para}\n\n${para}`, para]);
+  });
+
+  it('keeps a code block whole when it fits, moving it to the next message', () => {
+    const code = `\`\`\`\n${'let a = 1;\n'.repeat(200)}\`\`\``;
+    const chunks = renderSlackChunks(`${'intro '.repeat(400)}\n\n${code}`);
+    expect(chunks).toHaveLength(2);
+    expect(chunks[1]!.startsWith('```\n') && chunks[1]!.endsWith('\n```')).toBe(true);
+  });
+
+  it('splits an oversized code block between lines, each piece fenced', () => {
+    const lines = Array.from({ length: 700 }, (_, i) => `line ${i} ${'.'.repeat(5)}`);
+    const chunks = renderSlackChunks(`\`\`\`\n${lines.join('\n')}\n\`\`\``);
+    expect(chunks.length).toBeGreaterThan(1);
+    for (const c of chunks) {
+      expect(c.length).toBeLessThanOrEqual(SLACK_TEXT_LIMIT);
+      expect(c.startsWith('```\n') && c.endsWith('\n```')).toBe(true);
+    }
+    expect(chunks.map((c) => c.slice(4, -4)).join('\n')).toBe(lines.join('\n'));
+  });
+
+  it('never cuts an escape or a link in a word longer than the limit', () => {
+    const chunks = chunkBlocks([{ text: `${'a'.repeat(3998)}&amp;<https://e.com|x>${'b'.repeat(10)}`, code: false }]);
+    expect(chunks[0]).toBe('a'.repeat(3998));
+    expect(chunks[1]!.startsWith('&amp;<https://e.com|x>')).toBe(true);
+  });
+});

@@ -1,0 +1,266 @@
+import { createHmac } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
+
+/**
+ * A fake Slack on 127.0.0.1 for the real @slack/bolt: the Web API (`POST /api/<method>`, form or JSON
+ * bodies, as @slack/web-api sends them) and a Socket Mode WebSocket server (`apps.connections.open` hands
+ * out its URL; it says `hello`, sends envelopes and records acks), on one HTTP server.
+ */
+
+/** One Web API call the fake received. */
+export interface SlackCall {
+  method: string;
+  body: Record<string, unknown>;
+  headers: Record<string, string | string[] | undefined>;
+  /** Epoch ms when it arrived. */
+  at: number;
+  /** The HTTP status the fake answered with. */
+  status: number;
+}
+
+/** A scripted answer for one call of a method (used once, before the default). */
+export interface ScriptedReply {
+  status?: number;
+  headers?: Record<string, string>;
+  /** Merged into `{ ok: true }`; `{ ok: false, error: 'x' }` makes a platform error. */
+  body?: Record<string, unknown>;
+}
+
+/** The bot the fake's `auth.test` reports. */
+export interface FakeSlackIdentity {
+  userId: string;
+  botId: string;
+  teamId: string;
+}
+
+/** The fake and its controls. */
+export interface FakeSlack {
+  /** Pass as SLACK_API_URL (`http://127.0.0.1:P/api/`). */
+  apiUrl: string;
+  identity: FakeSlackIdentity;
+  calls: SlackCall[];
+  /** Display names for `users.info`. */
+  users: Record<string, string>;
+  /** Queue a one-off answer for the next call of `method`. */
+  script(method: string, reply: ScriptedReply): void;
+  callsOf(method: string): SlackCall[];
+  /** Resolves with the first call (past or future) of `method` matching `predicate`; rejects after `timeoutMs`. */
+  waitFor(method: string, predicate?: (call: SlackCall) => boolean, timeoutMs?: number): Promise<SlackCall>;
+  /** Number of open Socket Mode connections. */
+  readonly sockets: number;
+  /** Resolves once a Socket Mode client is connected (after `hello`). */
+  waitForSocket(timeoutMs?: number): Promise<void>;
+  /** Sends an `events_api` envelope; resolves with the client's ack (`{ envelope_id, payload? }`). */
+  sendEnvelope(payload: Record<string, unknown>, options?: { envelopeId?: string; retryAttempt?: number; timeoutMs?: number }): Promise<Record<string, unknown>>;
+  /** Asks every Socket Mode client to reconnect, as Slack does (`disconnect` message, then the client closes). */
+  disconnectSockets(reason?: string): Promise<void>;
+  /** Closes everything (Socket Mode clients gracefully, with a close frame). */
+  close(): Promise<void>;
+}
+
+/** Starts the fake. `identity` defaults to team T1, bot user UBOT, bot id BBOT. */
+export async function startFakeSlack(options: { identity?: Partial<FakeSlackIdentity>; appToken?: string } = {}): Promise<FakeSlack> {
+  const identity: FakeSlackIdentity = { userId: 'UBOT', botId: 'BBOT', teamId: 'T1', ...options.identity };
+  const events = new EventEmitter();
+  events.setMaxListeners(100);
+  const calls: SlackCall[] = [];
+  const scripts = new Map<string, ScriptedReply[]>();
+  const sockets = new Set<WebSocket>();
+  const users: Record<string, string> = {};
+  let tsCounter = 1_700_000_100;
+  let tickets = 0;
+  let envelopes = 0;
+
+  const handlers: Record<string, (body: Record<string, unknown>, headers: IncomingMessage['headers']) => Record<string, unknown>> = {
+    'auth.test': () => ({ url: 'https://fake.slack.com/', team: 'Fake Team', user: 'switchboard', team_id: identity.teamId, user_id: identity.userId, bot_id: identity.botId }),
+    'chat.postMessage': (b) => {
+      const ts = `${tsCounter++}.000200`;
+      return { channel: b.channel, ts, message: { type: 'message', text: b.text, user: identity.userId, bot_id: identity.botId, ts, ...(b.thread_ts ? { thread_ts: b.thread_ts } : {}) } };
+    },
+    'users.info': (b) => {
+      const name = users[String(b.user)];
+      return name ? { user: { id: b.user, name: name.toLowerCase(), real_name: name, profile: { display_name: name, real_name: name } } } : { ok: false, error: 'user_not_found' };
+    },
+    'apps.connections.open': (_b, headers) => {
+      const auth = String(headers.authorization ?? '');
+      if (options.appToken && auth !== `Bearer ${options.appToken}`) return { ok: false, error: 'invalid_auth' };
+      if (!auth.startsWith('Bearer xapp-')) return { ok: false, error: 'not_allowed_token_type' };
+      return { url: `ws://127.0.0.1:${port}/link/?ticket=t${++tickets}` };
+    },
+  };
+
+  const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const method = new URL(req.url ?? '/', 'http://x').pathname.replace(/^\/api\//, '');
+    const type = String(req.headers['content-type'] ?? '');
+    let body: Record<string, unknown>;
+    try {
+      body = type.includes('json') ? JSON.parse(raw || '{}') : Object.fromEntries(new URLSearchParams(raw));
+    } catch {
+      body = {};
+    }
+    const scripted = scripts.get(method)?.shift();
+    const status = scripted?.status ?? 200;
+    const call: SlackCall = { method, body, headers: req.headers, at: Date.now(), status };
+    calls.push(call);
+    if (scripted) {
+      res.writeHead(status, { 'content-type': 'application/json', ...scripted.headers });
+      res.end(JSON.stringify({ ok: status === 200, ...scripted.body }));
+    } else {
+      const handler = handlers[method];
+      const answer = handler ? { ok: true, ...handler(body, req.headers) } : { ok: false, error: 'unknown_method' };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(answer));
+    }
+    events.emit('call', call);
+  });
+
+  const wss = new WebSocketServer({ noServer: true });
+  server.on('upgrade', (req, socket, head) => {
+    if (!req.url?.startsWith('/link')) {
+      socket.destroy();
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      sockets.add(ws);
+      ws.on('close', () => sockets.delete(ws));
+      ws.on('message', (data) => {
+        try {
+          const message = JSON.parse(String(data)) as Record<string, unknown>;
+          if (typeof message.envelope_id === 'string') events.emit(`ack:${message.envelope_id}`, message);
+        } catch {
+          // not JSON: ignore
+        }
+      });
+      ws.send(JSON.stringify({ type: 'hello', num_connections: sockets.size, debug_info: { host: 'fake', approximate_connection_time: 18060 }, connection_info: { app_id: 'A1' } }));
+      events.emit('socket');
+    });
+  });
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+
+  const waitEvent = <T>(subscribe: (done: (value: T) => void) => () => void, timeoutMs: number, what: string) => new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => { unsubscribe(); reject(new Error(`fake Slack: timed out waiting for ${what}`)); }, timeoutMs);
+    const unsubscribe = subscribe((value) => { clearTimeout(timer); unsubscribe(); resolve(value); });
+  });
+
+  return {
+    apiUrl: `http://127.0.0.1:${port}/api/`,
+    identity,
+    calls,
+    users,
+    script(method, reply) {
+      const list = scripts.get(method) ?? [];
+      list.push(reply);
+      scripts.set(method, list);
+    },
+    callsOf: (method) => calls.filter((c) => c.method === method),
+    waitFor(method, predicate = () => true, timeoutMs = 5000) {
+      const match = (c: SlackCall) => c.method === method && c.status === 200 && predicate(c);
+      const found = calls.find(match);
+      if (found) return Promise.resolve(found);
+      return waitEvent<SlackCall>((done) => {
+        const listener = (c: SlackCall) => { if (match(c)) done(c); };
+        events.on('call', listener);
+        return () => events.off('call', listener);
+      }, timeoutMs, method);
+    },
+    get sockets() { return sockets.size; },
+    waitForSocket(timeoutMs = 5000) {
+      if (sockets.size) return Promise.resolve();
+      return waitEvent<void>((done) => {
+        const listener = () => done();
+        events.on('socket', listener);
+        return () => events.off('socket', listener);
+      }, timeoutMs, 'a Socket Mode connection');
+    },
+    sendEnvelope(payload, opts = {}) {
+      const envelopeId = opts.envelopeId ?? `env-${++envelopes}`;
+      const ack = waitEvent<Record<string, unknown>>((done) => {
+        const listener = (m: Record<string, unknown>) => done(m);
+        events.on(`ack:${envelopeId}`, listener);
+        return () => events.off(`ack:${envelopeId}`, listener);
+      }, opts.timeoutMs ?? 5000, `the ack of ${envelopeId}`);
+      const envelope = { envelope_id: envelopeId, type: 'events_api', payload, accepts_response_payload: false, retry_attempt: opts.retryAttempt ?? 0, retry_reason: opts.retryAttempt ? 'timeout' : '' };
+      for (const ws of sockets) ws.send(JSON.stringify(envelope));
+      return ack;
+    },
+    async disconnectSockets(reason = 'refresh_requested') {
+      await Promise.all([...sockets].map((ws) => new Promise<void>((resolve) => {
+        ws.once('close', () => resolve());
+        ws.send(JSON.stringify({ type: 'disconnect', reason, debug_info: { host: 'fake' } }));
+      })));
+    },
+    async close() {
+      // Close frames from our side: the client answers them and cleans up without its 30 s handshake timer.
+      await Promise.all([...sockets].map((ws) => new Promise<void>((resolve) => {
+        const timer = setTimeout(() => { ws.terminate(); resolve(); }, 1000);
+        ws.once('close', () => { clearTimeout(timer); resolve(); });
+        ws.close(1000);
+      })));
+      wss.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Headers of a request signed like Slack's (`X-Slack-Signature`, `X-Slack-Request-Timestamp`). */
+export function slackSignedHeaders(signingSecret: string, rawBody: string, timestampSec = Math.floor(Date.now() / 1000)): Record<string, string> {
+  const signature = `v0=${createHmac('sha256', signingSecret).update(`v0:${timestampSec}:${rawBody}`).digest('hex')}`;
+  return { 'content-type': 'application/json', 'x-slack-request-timestamp': String(timestampSec), 'x-slack-signature': signature };
+}
+
+let eventCounter = 0;
+
+/** An Events API `event_callback` around `event`, as Slack posts it. */
+export function eventCallback(event: Record<string, unknown>, options: { eventId?: string; teamId?: string; botUserId?: string } = {}): Record<string, unknown> {
+  const teamId = options.teamId ?? 'T1';
+  return {
+    token: 'legacy-verification-token',
+    team_id: teamId,
+    api_app_id: 'A1',
+    event,
+    type: 'event_callback',
+    event_id: options.eventId ?? `Ev${String(++eventCounter).padStart(6, '0')}`,
+    event_time: Math.floor(Date.now() / 1000),
+    authorizations: [{ enterprise_id: null, team_id: teamId, user_id: options.botUserId ?? 'UBOT', is_bot: true, is_enterprise_install: false }],
+    is_ext_shared_channel: false,
+  };
+}
+
+let tsSeq = 1_700_000_000;
+
+/** A fresh message ts (`seconds.micro`). */
+export function nextTs(): string {
+  return `${++tsSeq}.000100`;
+}
+
+/** A `message.im` event. */
+export function dmEvent(text: string, options: { user?: string; channel?: string; ts?: string; threadTs?: string } = {}): Record<string, unknown> {
+  return {
+    type: 'message', channel_type: 'im', channel: options.channel ?? 'D123', user: options.user ?? 'U42', text,
+    ts: options.ts ?? nextTs(), team: 'T1', ...(options.threadTs ? { thread_ts: options.threadTs } : {}),
+  };
+}
+
+/** An `app_mention` event in a channel. */
+export function mentionEvent(text: string, options: { user?: string; channel?: string; ts?: string; threadTs?: string; botUserId?: string } = {}): Record<string, unknown> {
+  return {
+    type: 'app_mention', channel: options.channel ?? 'C777', user: options.user ?? 'U42', text: `<@${options.botUserId ?? 'UBOT'}> ${text}`,
+    ts: options.ts ?? nextTs(), team: 'T1', ...(options.threadTs ? { thread_ts: options.threadTs } : {}),
+  };
+}
+
+/** A `message.channels` event (no mention unless the text has one). */
+export function channelMessageEvent(text: string, options: { user?: string; channel?: string; ts?: string; threadTs?: string } = {}): Record<string, unknown> {
+  return {
+    type: 'message', channel_type: 'channel', channel: options.channel ?? 'C777', user: options.user ?? 'U42', text,
+    ts: options.ts ?? nextTs(), team: 'T1', ...(options.threadTs ? { thread_ts: options.threadTs } : {}),
+  };
+}
