@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { createCliChannel } from '../channels/cli/index.ts';
-import { loadConfig } from './config/load.ts';
+import { launchedByNpmScript, loadConfig } from './config/load.ts';
 import type { ResolvedConfig } from './config/resolved.ts';
 import { systemClock } from './core/clock.ts';
 import { SwitchboardError } from './core/errors.ts';
@@ -36,6 +36,12 @@ program.command('start').description('run the gateway').option('-c, --config <fi
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  if (launchedByNpmScript()) {
+    // `npm start` runs us under `sh -c`, and a SIGTERM to npm stops the shell but not us: when our parent
+    // goes away, stop as if signalled, so the port and the store are released.
+    const parent = process.ppid;
+    setInterval(() => { if (process.ppid !== parent && signals === 0) shutdown('parent exit'); }, 500).unref();
+  }
 });
 
 program.command('chat').description('chat with the agent in this terminal (channel cli)').option('-u, --user <name>', 'your user name', process.env.USER ?? 'me')

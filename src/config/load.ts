@@ -236,3 +236,8 @@ function collectSecrets(config: ParsedConfig): string[] {
   for (const s of [c.slack, ...Object.values(c.slack.accounts)]) { add(s.botToken); add(s.appToken); add(s.signingSecret); }
   return [...values];
 }
+
+/** True when the process runs as an npm script (`npm start`), whose shell may not pass SIGTERM on. */
+export function launchedByNpmScript(env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(env.npm_lifecycle_event);
+}
