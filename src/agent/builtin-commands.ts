@@ -106,8 +106,12 @@ export function registerBuiltinCommands(registry: CommandRegistry): void {
   });
 }
 
+let cachedHostZone: string | undefined;
+
+/** The host's IANA time zone (resolved once: asking Intl costs more than a whole turn's routing). */
 export function hostZone(): string {
-  return new Intl.DateTimeFormat().resolvedOptions().timeZone;
+  cachedHostZone ??= new Intl.DateTimeFormat().resolvedOptions().timeZone;
+  return cachedHostZone;
 }
 
 /**
