@@ -2,90 +2,193 @@ import type { AgentConfig } from '../config/resolved.ts';
 import type { ChatMessage, ToolSchema } from '../providers/types.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
 import type { TranscriptEntry, TranscriptMessage } from '../sessions/transcript.ts';
-import { countTokens } from './tokens.ts';
+import { renderBootstrap, type BootstrapFile, type BootstrapLimits } from './bootstrap.ts';
+import { chatMessageTokens, countTokens, REQUEST_OVERHEAD, toolSchemaTokens } from './tokens.ts';
 import type { InputComponents } from './turn-events.ts';
 
 /** What a request is assembled from. */
 export interface ContextInput {
   agent: AgentConfig;
   entry: SessionEntry;
-  /** The transcript of the current session id, including this turn's user message. */
+  /** The transcript of the current session id (possibly a pruned copy), including this turn's user message. */
   history: TranscriptEntry[];
   model: string;
-  contextWindow: number;
   tools: ToolSchema[];
+  /** Time of a user message that has no time of its own (every stored message has one). */
   now: number;
+  /** The workspace bootstrap files, already cut to their limits. */
+  bootstrap?: readonly BootstrapFile[];
+  bootstrapLimits?: BootstrapLimits;
+  /** IANA zone the times in the runtime lines are shown in. */
+  timezone?: string;
+  /** Unused by the assembly; kept for callers that pass it. */
+  contextWindow?: number;
 }
 
 /** An assembled request and what its parts cost. */
 export interface BuiltContext {
   messages: ChatMessage[];
   components: InputComponents;
-  /** Sum of the components. */
+  /** Our token count of the whole request (the sum of the components; uncalibrated). */
   tokens: number;
+  /** Our count of each message, parallel to `messages`. */
+  messageTokens: number[];
+  /** Our count of each tool schema, parallel to the tools. */
+  toolTokens: number[];
+  /** The transcript messages the request carries (after the last compaction), in order. */
+  kept: TranscriptMessage[];
+  /** Summary of the last compaction, if any. */
+  summary?: string;
 }
 
+/** Starts the system line that carries the time of the user message after it. */
+export const RUNTIME_PREFIX = '[Runtime]';
+
 /**
- * Assembles the messages of one LLM request. What changes least comes first (identity, tools, standing
- * instructions), then the history from the last compaction on, then the volatile runtime facts, so that
- * consecutive requests of one session share a byte-identical prefix.
+ * Assembles the messages of one LLM request, least-changing first so that consecutive requests of one
+ * session share a byte-identical prefix that providers can cache:
+ *
+ * 1. one system message: identity, configured system prompt, tool list, workspace bootstrap files, then
+ *    the session facts that change rarely (chat type, channel, model, time zone) and the goal;
+ * 2. the summary of the last compaction (changes only when the session is compacted);
+ * 3. the history from the compaction's first kept message on, verbatim (tool calls paired with their
+ *    results), each user message preceded by a runtime line with the time it was sent.
+ *
+ * The volatile facts (the time) come from each message's own stored time, so a past turn renders the same
+ * bytes in every later request: each request extends the previous one (until a compaction or a pruning
+ * decision), and the last message is the newest user message or tool result.
  */
 export function buildContext(input: ContextInput): BuiltContext {
-  const { agent, entry, model } = input;
-  const stable = [
-    `You are ${agent.name}, an assistant reached through Switchboard, a chat gateway. Answer in the user's language, concisely, in Markdown.`,
-    input.tools.length ? `Tools: ${input.tools.map((t) => `${t.name} (${t.description})`).join('; ')}.` : 'You have no tools in this session.',
-    entry.overrides.systemPrompt ?? agent.systemPrompt ?? '',
-    entry.overrides.goal ? `Standing goal of this conversation: ${entry.overrides.goal}` : '',
-  ].filter(Boolean).join('\n\n');
+  const { model } = input;
+  const identity = identityText(input);
+  const toolsText = input.tools.length
+    ? `## Tools\nYou can call these tools: ${input.tools.map((t) => `${t.name} (${t.description})`).join('; ')}.`
+    : 'You have no tools in this session.';
+  const bootstrapText = input.bootstrap?.length ? renderBootstrap(input.bootstrap, input.bootstrapLimits ?? { maxChars: 0, totalMaxChars: 0 }) : '';
+  const goal = input.entry.overrides.goal ? `Standing goal of this conversation: ${input.entry.overrides.goal}` : '';
+  const system = [identity, toolsText, bootstrapText, sessionFacts(input), goal].filter(Boolean).join('\n\n');
+
   const components: InputComponents = { system: 0, bootstrap: 0, tools: 0, history: 0, toolResults: 0, userInput: 0 };
-  const messages: ChatMessage[] = [{ role: 'system', content: stable }];
-  components.system += countTokens(stable, model) + 4;
-  const { summary, kept } = activeHistory(input.history);
-  if (summary) {
-    const content = `Summary of the earlier conversation:\n${summary}`;
-    messages.push({ role: 'system', content });
-    components.history += countTokens(content, model) + 4;
-  }
-  const lastUserIndex = findLastIndex(kept, (m) => m.role === 'user');
-  kept.forEach((m, i) => {
-    const message = toChatMessage(m);
-    const tokens = messageTokens(m, model);
-    if (i === lastUserIndex) {
-      const runtime = runtimeFacts(input);
-      messages.push({ role: 'system', content: runtime });
-      components.system += countTokens(runtime, model) + 4;
-      components.userInput += tokens;
-    } else if (m.role === 'tool') {
-      components.toolResults += tokens;
-    } else {
-      components.history += tokens;
-    }
+  const messages: ChatMessage[] = [];
+  const messageTokens: number[] = [];
+  const push = (message: ChatMessage, tokens = chatMessageTokens(message, model)): number => {
     messages.push(message);
+    messageTokens.push(tokens);
+    return tokens;
+  };
+
+  const systemTokens = push({ role: 'system', content: system });
+  const bootstrapTokens = bootstrapText ? countTokens(bootstrapText, model) : 0;
+  const toolsTextTokens = countTokens(toolsText, model);
+  components.bootstrap += bootstrapTokens;
+  components.tools += toolsTextTokens;
+  components.system += REQUEST_OVERHEAD + systemTokens - bootstrapTokens - toolsTextTokens;
+  const toolTokens = input.tools.map((t) => toolSchemaTokens(t, model));
+  components.tools += toolTokens.reduce((a, b) => a + b, 0);
+
+  const { summary, kept } = activeHistory(input.history);
+  if (summary) components.history += push({ role: 'system', content: summaryMessage(summary) });
+
+  const paired = pairToolCalls(kept);
+  const lastUserIndex = findLastIndex(paired, (m) => m.role === 'user');
+  paired.forEach((m, i) => {
+    if (m.role === 'user') {
+      const line = runtimeLine(m.at, input);
+      components.system += push({ role: 'system', content: line.text }, line.tokens);
+    }
+    const tokens = push(toChatMessage(m), messageTokensOf(m, model));
+    if (i === lastUserIndex) components.userInput += tokens;
+    else if (m.role === 'tool') components.toolResults += tokens;
+    else components.history += tokens;
   });
+
   const tokens = Object.values(components).reduce((a, b) => a + b, 0);
-  return { messages, components, tokens };
+  return { messages, components, tokens, messageTokens, toolTokens, kept: paired, ...(summary ? { summary } : {}) };
+}
+
+/** The system message that carries a compaction summary. */
+export function summaryMessage(summary: string): string {
+  return `Summary of the earlier conversation (older messages were compacted into it):\n\n${summary}`;
 }
 
 /** The summary of the last compaction and the messages kept after it. */
-export function activeHistory(history: TranscriptEntry[]): { summary?: string; kept: TranscriptMessage[] } {
+export function activeHistory(history: readonly TranscriptEntry[]): { summary?: string; kept: TranscriptMessage[]; compactionIndex: number } {
   let start = 0;
   let summary: string | undefined;
+  let compactionIndex = -1;
   for (let i = history.length - 1; i >= 0; i--) {
     const e = history[i] as TranscriptEntry;
     if (e.type === 'compaction') {
       summary = e.summary;
+      compactionIndex = i;
       const first = history.findIndex((x) => x.type === 'message' && x.id === e.firstKeptId);
       start = first >= 0 ? first : i + 1;
       break;
     }
   }
-  return { summary, kept: history.slice(start).filter((e): e is TranscriptMessage => e.type === 'message') };
+  return { summary, kept: history.slice(start).filter((e): e is TranscriptMessage => e.type === 'message'), compactionIndex };
 }
 
-function runtimeFacts(input: ContextInput): string {
-  const time = new Date(input.now).toISOString().replace(/\.\d{3}Z$/, 'Z');
-  return `Runtime: ${time}; channel ${input.entry.channel} (${input.entry.chatType}); model ${input.model}.`;
+/**
+ * Drops what a provider would reject: a tool result whose call is not in the request, and the tool calls of
+ * an assistant message whose results are missing (a turn stopped between the call and its result).
+ */
+export function pairToolCalls(messages: readonly TranscriptMessage[]): TranscriptMessage[] {
+  const answered = new Set(messages.filter((m) => m.role === 'tool' && m.toolCallId).map((m) => m.toolCallId as string));
+  const called = new Set<string>();
+  const out: TranscriptMessage[] = [];
+  for (const m of messages) {
+    if (m.role === 'tool') {
+      if (m.toolCallId && called.has(m.toolCallId)) out.push(m);
+      continue;
+    }
+    if (m.toolCalls?.length) {
+      if (m.toolCalls.every((c) => answered.has(c.id))) {
+        for (const c of m.toolCalls) called.add(c.id);
+        out.push(m);
+      } else {
+        const { toolCalls: _dropped, ...rest } = m;
+        if (rest.content) out.push(rest);
+      }
+      continue;
+    }
+    out.push(m);
+  }
+  return out;
+}
+
+function identityText(input: ContextInput): string {
+  const lines = [`You are ${input.agent.name}, an assistant reached through Switchboard, a chat gateway. Answer in the user's language, concisely, in Markdown.`];
+  const prompt = input.entry.overrides.systemPrompt ?? input.agent.systemPrompt;
+  if (prompt) lines.push(prompt);
+  return lines.join('\n\n');
+}
+
+function sessionFacts(input: ContextInput): string {
+  const chat = input.entry.chatType === 'direct' ? 'a direct chat' : `a ${input.entry.chatType === 'group' ? 'group' : 'channel'} chat`;
+  return `Session: ${chat} on ${input.entry.channel}; model ${input.model}; time zone ${input.timezone ?? 'UTC'}. A ${RUNTIME_PREFIX} line before each user message gives the time it was sent.`;
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+const lines = new Map<string, { text: string; tokens: number }>();
+
+/** The runtime line of one user message (its time, in the session's zone) and its tokens; memoized, as every request renders them all. */
+function runtimeLine(at: string, input: ContextInput): { text: string; tokens: number } {
+  const zone = input.timezone ?? 'UTC';
+  const key = `${input.model}\u0000${zone}\u0000${at}`;
+  const hit = lines.get(key);
+  if (hit) return hit;
+  let format = formatters.get(zone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-CA', { timeZone: zone, weekday: 'short', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+    formatters.set(zone, format);
+  }
+  const parsed = Date.parse(at);
+  const text = `${RUNTIME_PREFIX} ${format.format(Number.isNaN(parsed) ? input.now : parsed)} (${zone})`;
+  const line = { text, tokens: chatMessageTokens({ role: 'system', content: text }, input.model) };
+  if (lines.size >= 8192) lines.delete(lines.keys().next().value as string);
+  lines.set(key, line);
+  return line;
 }
 
 export function toChatMessage(m: TranscriptMessage): ChatMessage {
@@ -98,17 +201,16 @@ export function toChatMessage(m: TranscriptMessage): ChatMessage {
 
 const tokenCache = new WeakMap<TranscriptMessage, { model: string; tokens: number }>();
 
-/** Tokens of one transcript message (content, tool calls, and the per-message overhead), cached per entry. */
-export function messageTokens(m: TranscriptMessage, model: string): number {
+/** Tokens one transcript message costs in a request, cached per entry object. */
+export function messageTokensOf(m: TranscriptMessage, model: string): number {
   const cached = tokenCache.get(m);
   if (cached && cached.model === model) return cached.tokens;
-  let tokens = countTokens(m.content, model) + 4;
-  for (const call of m.toolCalls ?? []) tokens += countTokens(call.name, model) + countTokens(call.arguments, model) + 3;
+  const tokens = chatMessageTokens(toChatMessage(m), model);
   tokenCache.set(m, { model, tokens });
   return tokens;
 }
 
-function findLastIndex<T>(items: T[], predicate: (item: T) => boolean): number {
+function findLastIndex<T>(items: readonly T[], predicate: (item: T) => boolean): number {
   for (let i = items.length - 1; i >= 0; i--) if (predicate(items[i] as T)) return i;
   return -1;
 }

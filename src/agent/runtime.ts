@@ -14,7 +14,10 @@ import { evaluateReset, resolveResetPolicy, type ResetPolicy, type ResetReason }
 import type { TranscriptEntry, TranscriptMessage, TranscriptStore } from '../sessions/transcript.ts';
 import { hostZone, registerBuiltinCommands } from './builtin-commands.ts';
 import { CommandRegistry, matchResetTrigger, type CommandServices } from './commands.ts';
-import { buildContext, type BuiltContext } from './context.ts';
+import type { BuiltContext } from './context.ts';
+import { registerContextCommands } from './context-commands.ts';
+import { ContextEngine, syntheticMessage, type CompactionOutcome } from './context-engine.ts';
+import { ContextOverflowError } from './compaction.ts';
 import { countTokens } from './tokens.ts';
 import { addUsage, TurnEvents, zeroUsage, type LlmCallKind, type TurnScope } from './turn-events.ts';
 
@@ -73,6 +76,8 @@ const NO_TOOLS: ToolExecutor = {
 export class AgentRuntime {
   readonly commands = new CommandRegistry();
   readonly events: TurnEvents;
+  /** Prompt assembly, token calibration, compaction, memory flush and pruning (SPEC §5). */
+  readonly contextEngine: ContextEngine;
   private readonly options: RuntimeOptions;
   private readonly tools: ToolExecutor;
   private lanes: LaneControl = { stop: () => false, depth: () => 0, isRunning: () => false };
@@ -83,6 +88,13 @@ export class AgentRuntime {
     this.events = options.events ?? new TurnEvents(options.logger);
     this.tools = options.tools ?? NO_TOOLS;
     registerBuiltinCommands(this.commands);
+    this.contextEngine = new ContextEngine({
+      config: options.config, clock: options.clock, logger: options.logger,
+      historyOf: (s) => this.historyOf(s), appendEntries: (s, e) => this.appendEntries(s, e),
+      callProvider: (...args) => this.callProvider(...args), modelOf: (e) => this.modelOf(e), agentFor: (id) => this.agentFor(id),
+      toolSchemas: (e) => this.tools.schemas(e), timezoneOf: (e) => this.resetPolicyOf(e).timezone ?? hostZone(),
+    });
+    registerContextCommands(this.commands, this.contextEngine, options.logger);
   }
 
   /** Connects /stop and /status to the gateway's lanes. */
@@ -175,6 +187,23 @@ export class AgentRuntime {
     }
   }
 
+  /** Compacts a stored session by key (admin API). Undefined when the key is unknown. */
+  async compactByKey(key: string, signal: AbortSignal = new AbortController().signal): Promise<{ entry: SessionEntry; outcome: CompactionOutcome } | undefined> {
+    const stored = await this.options.sessions.get(key);
+    if (!stored) return undefined;
+    const session = await this.options.sessions.acquire({ ...stored });
+    const correlationId = randomUUID();
+    try {
+      const message = syntheticMessage(session.entry, '/compact', this.options.clock.now());
+      const logger = this.options.logger.child({ correlationId, sessionKey: key });
+      const outcome = await this.contextEngine.compactNow(session, { correlationId, signal, message, usage: zeroUsage(), state: { estimated: false }, logger });
+      if (outcome.compacted) await this.options.sessions.save(session.entry);
+      return { entry: session.entry, outcome };
+    } finally {
+      this.options.sessions.release(session);
+    }
+  }
+
   private async turn(session: ActiveSession, input: TurnInput, logger: Logger, usage: TokenUsage, state: { estimated: boolean; model?: string }): Promise<Pick<TurnResult, 'replies' | 'outcome'>> {
     const { message } = input;
     const now = this.options.clock.now();
@@ -216,8 +245,6 @@ export class AgentRuntime {
     const { message, signal } = input;
     const entry = session.entry;
     const persist = !message.ephemeral;
-    const agent = this.agentFor(entry.agentId);
-    const { provider, model } = this.modelOf(entry);
     entry.runState = 'running';
     if (persist && entry.messageCount === 0) await this.options.transcripts.create(entry.sessionId, entry.key, new Date(this.options.clock.now()));
     const userEntry: TranscriptMessage = {
@@ -228,13 +255,20 @@ export class AgentRuntime {
     await this.appendEntries(session, [userEntry]);
     const maxIterations = this.options.config.agentDefaults.maxIterationsPerBatch;
     let finalText = '';
+    const turnStartedAt = this.options.clock.now();
+    const turnState = {};
     for (let iteration = 0; iteration < maxIterations; iteration++) {
       if (signal.aborted) throw new TurnAbortedError();
-      const history = await this.historyOf(session);
       const tools = this.tools.schemas(entry);
-      const context = buildContext({ agent, entry, history, model, contextWindow: provider.contextWindow, tools, now: this.options.clock.now() });
-      const response = await this.callProvider(session, provider, model, context, 'turn', input, usage, state, logger, tools);
-      entry.contextTokens = context.tokens;
+      let response: ProviderResponse;
+      try {
+        response = await this.contextEngine.complete(session, { ...input, usage, state, logger, tools, turnStartedAt, turnState, ephemeral: message.ephemeral });
+      } catch (error) {
+        if (!(error instanceof ContextOverflowError)) throw error;
+        finalText = error.message;
+        await this.appendEntries(session, [{ type: 'message', id: randomUUID(), role: 'assistant', content: finalText, at: new Date(this.options.clock.now()).toISOString(), correlationId: input.correlationId }]);
+        break;
+      }
       if (response.toolCalls.length === 0) {
         finalText = response.content.trim() || '(no answer)';
         await this.appendEntries(session, [{ type: 'message', id: randomUUID(), role: 'assistant', content: response.content, at: new Date(this.options.clock.now()).toISOString(), correlationId: input.correlationId }]);

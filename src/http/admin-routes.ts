@@ -6,6 +6,8 @@ import type { TranscriptStore } from '../sessions/transcript.ts';
 import { parseSessionKey } from '../routing/session-key.ts';
 import { NotFoundError, BadRequestError } from '../core/errors.ts';
 import type { HttpApp } from './app.ts';
+import { compactionAnswer } from '../agent/context-commands.ts';
+import type { CompactionOutcome } from '../agent/context-engine.ts';
 
 /** What the admin routes read and change. */
 export interface AdminDeps {
@@ -14,6 +16,8 @@ export interface AdminDeps {
   transcripts: TranscriptStore;
   /** Resets a key in order with its messages; undefined when unknown. */
   resetSession(key: string): Promise<SessionEntry | undefined>;
+  /** Compacts a key in order with its messages (as `/compact`); undefined when unknown. */
+  compactSession?(key: string): Promise<{ entry: SessionEntry; outcome: CompactionOutcome } | undefined>;
 }
 
 /** An entry as the API shows it. */
@@ -80,6 +84,13 @@ export function mountAdminRoutes(deps: AdminDeps): (app: HttpApp) => void {
       const entry = await deps.resetSession(key);
       if (!entry) throw new NotFoundError(`No session ${key}.`, 'session_not_found');
       return c.json(presentEntry(entry, Boolean(deps.sessions.peek(key))));
+    });
+    app.post('/admin/sessions/:key/compact', async (c) => {
+      const key = keyParam(c.req.param('key'));
+      const result = deps.compactSession ? await deps.compactSession(key) : undefined;
+      if (!result) throw new NotFoundError(`No session ${key}.`, 'session_not_found');
+      const { outcome, entry } = result;
+      return c.json({ sessionKey: key, sessionId: entry.sessionId, ...outcome, message: compactionAnswer(outcome), compactionCount: entry.compactionCount, contextTokens: entry.contextTokens });
     });
   };
 }

@@ -1,0 +1,324 @@
+import { randomUUID } from 'node:crypto';
+import type { AgentConfig, ResolvedConfig } from '../config/resolved.ts';
+import type { TokenUsage } from '../core/channel-adapter.ts';
+import type { Clock } from '../core/clock.ts';
+import { isAbortError, ProviderError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+import type { InboundMessage } from '../core/message.ts';
+import type { ChatMessage, Provider, ProviderResponse, ToolSchema } from '../providers/types.ts';
+import type { SessionEntry } from '../sessions/entry.ts';
+import type { ActiveSession } from '../sessions/manager.ts';
+import type { TranscriptCompaction, TranscriptEntry } from '../sessions/transcript.ts';
+import { BootstrapLoader, type BootstrapFile, type BootstrapLimits } from './bootstrap.ts';
+import { CompactionError, ContextOverflowError, planCompaction, summarizeHistory, SUMMARY_SYSTEM_PROMPT } from './compaction.ts';
+import { activeHistory, buildContext, messageTokensOf, type BuiltContext } from './context.ts';
+import { appendMemoryNotes, flushNotes, memoryFileOf, memoryFlushPrompt } from './memory-flush.ts';
+import { Pruner, type PruneStats } from './pruning.ts';
+import { calibrationKey, isPlausible, TokenCalibration } from './token-calibration.ts';
+import { chatMessageTokens, countRequestTokens, countTokens } from './tokens.ts';
+import type { InputComponents, LlmCallKind } from './turn-events.ts';
+
+/** Compaction-and-retry rounds after a provider context-overflow error, before the user is told. */
+export const MAX_OVERFLOW_RETRIES = 3;
+
+/** What the engine uses of the runtime. */
+export interface ContextEngineDeps {
+  config: ResolvedConfig;
+  clock: Clock;
+  logger: Logger;
+  historyOf(session: ActiveSession): Promise<TranscriptEntry[]>;
+  appendEntries(session: ActiveSession, entries: TranscriptEntry[]): Promise<void>;
+  /** The runtime's accounted LLM call (usage, session totals, llm-call event). */
+  callProvider(
+    session: ActiveSession, provider: Provider, model: string, context: BuiltContext, kind: LlmCallKind,
+    input: { correlationId: string; signal: AbortSignal; onDelta?: (text: string) => void; message: InboundMessage },
+    usage: TokenUsage, state: { estimated: boolean; model?: string }, logger: Logger, tools?: ToolSchema[],
+  ): Promise<ProviderResponse>;
+  modelOf(entry: SessionEntry): { providerId: string; model: string; contextWindow: number; provider: Provider };
+  agentFor(agentId: string | undefined): AgentConfig;
+  toolSchemas(entry: SessionEntry): ToolSchema[];
+  /** The session's IANA time zone (memory file dates, local time in the runtime line). */
+  timezoneOf(entry: SessionEntry): string;
+}
+
+/** Who pays for a call and where its text may go. */
+export interface CallScope {
+  correlationId: string;
+  signal: AbortSignal;
+  /** Streaming of the turn's answer; never used for compaction or memory-flush calls. */
+  onDelta?: (text: string) => void;
+  message: InboundMessage;
+  usage: TokenUsage;
+  state: { estimated: boolean; model?: string };
+  logger: Logger;
+  /** One-off sessions write no memory notes. */
+  ephemeral?: boolean;
+}
+
+/** One LLM call of a turn. */
+export interface TurnCall extends CallScope {
+  tools: ToolSchema[];
+  /** The turn's start: the time the model is shown, constant through the tool loop. */
+  turnStartedAt: number;
+  /** Shared by the calls of one turn: a failed threshold compaction is not retried within the turn. */
+  turnState: { compactionFailed?: boolean };
+}
+
+/** A request as it would be sent now, and what it costs. */
+export interface AssembledContext {
+  context: BuiltContext;
+  /** Our count times the model's calibration factor. */
+  estimate: number;
+  factor: number;
+  bootstrap: BootstrapFile[];
+  pruned: PruneStats;
+  provider: Provider;
+  providerId: string;
+  model: string;
+  contextWindow: number;
+  /** `contextWindow - reserveTokens` (the reserve capped at half the window): above it, the session is compacted. */
+  threshold: number;
+  tools: ToolSchema[];
+  history: TranscriptEntry[];
+}
+
+/** What a compaction did. */
+export interface CompactionOutcome {
+  compacted: boolean;
+  tokensBefore: number;
+  tokensAfter: number;
+  /** Set when not compacted: why. */
+  reason?: 'nothing-to-compact' | 'failed' | 'disabled';
+  error?: string;
+  summaryCalls?: number;
+  parts?: number;
+}
+
+/**
+ * The context engine (SPEC §5): assembles every request (bootstrap files, stable prefix, pruning), keeps the
+ * per-model token calibration, compacts a session over its threshold (after a silent memory flush), and
+ * recovers from provider context-overflow errors by compacting and retrying.
+ */
+export class ContextEngine {
+  readonly calibration = new TokenCalibration();
+  private readonly deps: ContextEngineDeps;
+  private readonly bootstrap = new BootstrapLoader();
+  private readonly pruner = new Pruner();
+  /** Session id → compaction count at its last memory flush (once per compaction). In memory. */
+  private readonly flushedAt = new Map<string, number>();
+
+  constructor(deps: ContextEngineDeps) {
+    this.deps = deps;
+  }
+
+  /** The workspace of a session's agent (bootstrap files, memory notes). */
+  workspaceOf(entry: SessionEntry): string {
+    return this.deps.agentFor(entry.agentId).workspace;
+  }
+
+  private get settings() {
+    return this.deps.config.agentDefaults;
+  }
+
+  private get limits(): BootstrapLimits {
+    return { maxChars: this.settings.bootstrapMaxChars, totalMaxChars: this.settings.bootstrapTotalMaxChars };
+  }
+
+  /**
+   * The request the session would send now. `plan` lets pruning take a fresh decision when its TTL has
+   * passed (only real calls do; `/context` only looks). `history` replaces the transcript (to measure a
+   * compaction before it is written).
+   */
+  async assemble(session: ActiveSession, options: { tools?: ToolSchema[]; now?: number; plan?: boolean; history?: TranscriptEntry[] } = {}): Promise<AssembledContext> {
+    const entry = session.entry;
+    const { provider, providerId, model, contextWindow } = this.deps.modelOf(entry);
+    const agent = this.deps.agentFor(entry.agentId);
+    const factor = this.calibration.factor(calibrationKey(providerId, model));
+    // A reserve as large as the window (the 16k default with a small local model) would compact every turn.
+    const threshold = contextWindow - Math.min(this.settings.compaction.reserveTokens, Math.floor(contextWindow / 2));
+    const tools = options.tools ?? this.deps.toolSchemas(entry);
+    const history = options.history ?? await this.deps.historyOf(session);
+    const bootstrap = await this.bootstrap.load(agent.workspace, this.limits);
+    const base = {
+      agent, entry, model, tools, now: options.now ?? this.deps.clock.now(), bootstrap, bootstrapLimits: this.limits,
+      timezone: this.deps.timezoneOf(entry), contextWindow,
+    };
+    let context = buildContext({ ...base, history });
+    let pruned: PruneStats = { trimmed: 0, cleared: 0 };
+    const pruning = this.settings.contextPruning;
+    if (pruning.mode !== 'off') {
+      const keptTokens = context.kept.reduce((n, m) => n + messageTokensOf(m, model), 0);
+      const result = this.pruner.prepare(entry.sessionId, history, pruning,
+        { now: this.deps.clock.now(), lastRequestAt: options.plan ? entry.lastRequestAt : undefined },
+        { budgetTokens: threshold, fixedTokens: context.tokens - keptTokens, factor, model });
+      pruned = result.stats;
+      if (pruned.trimmed || pruned.cleared) context = buildContext({ ...base, history: result.history });
+    }
+    return {
+      context, estimate: Math.round(context.tokens * factor), factor, bootstrap, pruned, provider, providerId, model, contextWindow,
+      threshold, tools, history,
+    };
+  }
+
+  /**
+   * One LLM call of a turn: compacts first when the request is over the threshold (after a memory flush),
+   * and on a provider context-overflow error compacts harder and retries, at most {@link MAX_OVERFLOW_RETRIES}
+   * times; then throws {@link ContextOverflowError}, whose message is meant for the user.
+   */
+  async complete(session: ActiveSession, call: TurnCall): Promise<ProviderResponse> {
+    const compaction = this.settings.compaction;
+    let retries = 0;
+    let compactions = 0;
+    for (;;) {
+      let assembled = await this.assemble(session, { tools: call.tools, now: call.turnStartedAt, plan: true });
+      if (compaction.enabled && assembled.estimate > assembled.threshold && !call.turnState.compactionFailed) {
+        const outcome = await this.compactSafely(session, call, { reason: 'threshold' });
+        if (outcome.compacted) {
+          compactions++;
+          assembled = await this.assemble(session, { tools: call.tools, now: call.turnStartedAt });
+        } else if (outcome.reason === 'failed') {
+          call.turnState.compactionFailed = true;
+        }
+      }
+      try {
+        return await this.callCounted(session, assembled, assembled.context, 'turn', call, call.tools);
+      } catch (error) {
+        if (!isContextOverflow(error)) throw error;
+        if (!compaction.enabled || retries >= MAX_OVERFLOW_RETRIES) throw new ContextOverflowError(compactions, error);
+        retries++;
+        call.logger.warn({ attempt: retries, tokens: assembled.estimate }, 'the provider says the context is too long; compacting and retrying');
+        const keepTokens = Math.floor(this.keepTokens(assembled) / 2 ** retries);
+        const outcome = await this.compactSafely(session, call, { reason: 'overflow', keepTokens });
+        if (!outcome.compacted) throw new ContextOverflowError(compactions, error);
+        compactions++;
+      }
+    }
+  }
+
+  /** `/compact` and the admin API: compacts now (after a memory flush), whatever the size. */
+  async compactNow(session: ActiveSession, scope: CallScope, instructions?: string): Promise<CompactionOutcome> {
+    return this.compact(session, scope, { reason: 'manual', instructions });
+  }
+
+  /**
+   * Summarizes everything older than the recent tail into a `compaction` entry. The full history stays
+   * in the transcript. Throws when a summary call fails; the session is then unchanged.
+   */
+  async compact(session: ActiveSession, scope: CallScope, options: { reason: 'threshold' | 'overflow' | 'manual'; instructions?: string; keepTokens?: number }): Promise<CompactionOutcome> {
+    const entry = session.entry;
+    const before = await this.assemble(session);
+    if (!this.settings.compaction.enabled && options.reason !== 'manual') return { compacted: false, tokensBefore: before.estimate, tokensAfter: before.estimate, reason: 'disabled' };
+    const { summary: previous, kept } = activeHistory(before.history);
+    const keepTokens = options.keepTokens ?? this.keepTokens(before);
+    const plan = planCompaction(kept, keepTokens, before.model);
+    if (!plan) return { compacted: false, tokensBefore: before.estimate, tokensAfter: before.estimate, reason: 'nothing-to-compact' };
+    await this.flushMemory(session, scope, before);
+    const chunkTokens = Math.max(256, Math.floor((before.threshold * 0.8) / before.factor)
+      - countTokens(SUMMARY_SYSTEM_PROMPT, before.model) - countTokens(options.instructions ?? '', before.model) - 64);
+    const result = await summarizeHistory({
+      messages: plan.summarize, previousSummary: previous, instructions: options.instructions, model: before.model, chunkTokens,
+      call: async (messages) => (await this.callCounted(session, before, adHocContext(messages, before.model, 'history'), 'compaction', scope, [])).content,
+    }).catch((error: unknown) => {
+      if (isAbortError(error) || scope.signal.aborted || error instanceof CompactionError) throw error;
+      throw new CompactionError(`The summary call failed (${(error as Error).message}).`, error);
+    });
+    const record: TranscriptCompaction = {
+      type: 'compaction', id: randomUUID(), summary: result.summary, firstKeptId: plan.firstKeptId,
+      tokensBefore: before.estimate, tokensAfter: 0, at: new Date(this.deps.clock.now()).toISOString(),
+    };
+    const after = await this.assemble(session, { history: [...before.history, record] });
+    record.tokensAfter = after.estimate;
+    await this.deps.appendEntries(session, [record]);
+    entry.compactionCount++;
+    entry.contextTokens = after.estimate;
+    scope.logger.info({ reason: options.reason, tokensBefore: record.tokensBefore, tokensAfter: record.tokensAfter, summarized: plan.summarize.length, kept: plan.keep.length, summaryCalls: result.calls, parts: result.parts }, 'session compacted');
+    return { compacted: true, tokensBefore: record.tokensBefore, tokensAfter: record.tokensAfter, summaryCalls: result.calls, parts: result.parts };
+  }
+
+  /** {@link compact}, with a failed summary logged and reported instead of thrown (aborts still propagate). */
+  private async compactSafely(session: ActiveSession, scope: CallScope, options: Parameters<ContextEngine['compact']>[2]): Promise<CompactionOutcome> {
+    try {
+      return await this.compact(session, scope, options);
+    } catch (error) {
+      if (isAbortError(error) || scope.signal.aborted) throw error;
+      scope.logger.warn({ err: error, reason: options.reason }, 'compaction failed; the session stays as it was and compaction is tried again at the next turn');
+      const message = error instanceof Error ? error.message : String(error);
+      return { compacted: false, tokensBefore: session.entry.contextTokens, tokensAfter: session.entry.contextTokens, reason: 'failed', error: message };
+    }
+  }
+
+  /** One silent turn that lets the agent write durable notes before a compaction; once per compaction. */
+  private async flushMemory(session: ActiveSession, scope: CallScope, assembled: AssembledContext): Promise<void> {
+    const entry = session.entry;
+    if (!this.settings.compaction.memoryFlush || scope.ephemeral) return;
+    if (this.flushedAt.get(entry.sessionId) === entry.compactionCount) return;
+    this.flushedAt.delete(entry.sessionId);
+    this.flushedAt.set(entry.sessionId, entry.compactionCount);
+    if (this.flushedAt.size > 10_000) this.flushedAt.delete(this.flushedAt.keys().next().value as string);
+    const now = this.deps.clock.now();
+    const timeZone = this.deps.timezoneOf(entry);
+    const prompt: ChatMessage = { role: 'user', content: memoryFlushPrompt(memoryFileOf(now, timeZone)) };
+    const base = assembled.context;
+    const promptTokens = chatMessageTokens(prompt, assembled.model);
+    const context: BuiltContext = {
+      ...base, messages: [...base.messages, prompt], messageTokens: [...base.messageTokens, promptTokens],
+      components: { ...base.components, system: base.components.system + promptTokens }, tokens: base.tokens + promptTokens,
+    };
+    try {
+      const response = await this.callCounted(session, assembled, context, 'memory-flush', scope, []);
+      const notes = flushNotes(response.content);
+      if (!notes) return;
+      const file = await appendMemoryNotes(this.deps.agentFor(entry.agentId).workspace, notes, { now, timeZone, sessionKey: session.key });
+      scope.logger.info({ file, chars: notes.length }, 'memory flush wrote notes');
+    } catch (error) {
+      if (isAbortError(error) || scope.signal.aborted) throw error;
+      scope.logger.warn({ err: error }, 'memory flush failed; compacting anyway');
+    }
+  }
+
+  /** The accounted call, then calibration from the reported prompt size. */
+  private async callCounted(session: ActiveSession, assembled: AssembledContext, context: BuiltContext, kind: LlmCallKind, scope: CallScope, tools: ToolSchema[]): Promise<ProviderResponse> {
+    const response = await this.deps.callProvider(session, assembled.provider, assembled.model, context, kind,
+      { correlationId: scope.correlationId, signal: scope.signal, onDelta: kind === 'turn' ? scope.onDelta : undefined, message: scope.message },
+      scope.usage, scope.state, scope.logger, tools);
+    const counted = context.tokens;
+    const reported = response.usage ? response.usage.inputTokens + response.usage.cacheReadTokens + response.usage.cacheWriteTokens : undefined;
+    if (reported !== undefined) this.calibration.observe(calibrationKey(assembled.providerId, assembled.model), reported, counted);
+    if (kind === 'turn') {
+      session.entry.contextTokens = reported !== undefined && isPlausible(reported, counted)
+        ? reported
+        : Math.round(counted * this.calibration.factor(calibrationKey(assembled.providerId, assembled.model)));
+    }
+    return response;
+  }
+
+  /** Tokens (ours) of the verbatim tail: `keepRecentTokens`, but at most half the budget of a small window. */
+  private keepTokens(assembled: AssembledContext): number {
+    const keep = Math.min(this.settings.compaction.keepRecentTokens, Math.floor(assembled.threshold / 2));
+    return Math.max(0, Math.floor(keep / assembled.factor));
+  }
+}
+
+/** A context of ad-hoc messages (summary calls), counted like a request. */
+export function adHocContext(messages: ChatMessage[], model: string, component: keyof InputComponents): BuiltContext {
+  const messageTokens = messages.map((m) => chatMessageTokens(m, model));
+  const tokens = countRequestTokens(messages, [], model);
+  const components: InputComponents = { system: 0, bootstrap: 0, tools: 0, history: 0, toolResults: 0, userInput: 0 };
+  components[component] = tokens;
+  return { messages, components, tokens, messageTokens, toolTokens: [], kept: [] };
+}
+
+/** True for a provider error that says the request is longer than the model's window. */
+export function isContextOverflow(error: unknown): boolean {
+  return error instanceof ProviderError && error.code === 'CONTEXT_OVERFLOW';
+}
+
+/** A stand-in inbound message for work that no chat message started (admin compaction). */
+export function syntheticMessage(entry: SessionEntry, text: string, now: number): InboundMessage {
+  return {
+    id: `internal-${randomUUID()}`, channel: entry.channel, accountId: entry.accountId, chatType: entry.chatType,
+    chatId: entry.deliveryTarget?.chatId ?? entry.groupId ?? entry.peerId ?? entry.key, peerId: entry.peerId ?? '',
+    ...(entry.groupId ? { groupId: entry.groupId } : {}), ...(entry.threadId ? { threadId: entry.threadId } : {}),
+    sender: { id: 'switchboard' }, text, attachments: [], mentionsBot: false, receivedAt: now,
+  };
+}

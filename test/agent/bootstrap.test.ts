@@ -1,0 +1,73 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { applyBootstrapLimits, BootstrapLoader, renderBootstrap, truncateMiddle } from '../../src/agent/bootstrap.ts';
+import { tempDir } from '../helpers/gateway.ts';
+
+const body = (n: number) => Array.from({ length: n }, (_, i) => String.fromCharCode(97 + (i % 26))).join('');
+
+describe('bootstrap files', () => {
+  let tmp: ReturnType<typeof tempDir> | undefined;
+  afterEach(() => { tmp?.remove(); tmp = undefined; });
+
+  it('cuts a long file to its first 70% and last 20% of the limit around a marker naming the file', () => {
+    const text = `START${body(10_000)}END`;
+    const cut = truncateMiddle(text, 2000, 'SOUL.md');
+    expect(cut.length).toBeLessThanOrEqual(2000);
+    expect(cut.startsWith(text.slice(0, 1400))).toBe(true);
+    expect(cut.endsWith(text.slice(-400))).toBe(true);
+    expect(cut).toContain('truncated SOUL.md');
+    expect(cut).toContain(`${text.length - 1800} of ${text.length} chars omitted`);
+    expect(truncateMiddle('short', 2000, 'SOUL.md')).toBe('short');
+  });
+
+  it('keeps the result within tiny limits and never splits a surrogate pair', () => {
+    const emoji = '😀'.repeat(500);
+    for (const limit of [80, 120, 333]) {
+      const cut = truncateMiddle(emoji, limit, 'USER.md');
+      expect(cut.length).toBeLessThanOrEqual(limit);
+      expect(cut).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/);
+    }
+  });
+
+  it('applies the per-file limit, then the total budget; a missing file is noted', () => {
+    const files = [
+      { name: 'AGENTS.md', path: '/w/AGENTS.md', raw: body(800) },
+      { name: 'SOUL.md', path: '/w/SOUL.md', raw: body(5000) },
+      { name: 'IDENTITY.md', path: '/w/IDENTITY.md' },
+      { name: 'USER.md', path: '/w/USER.md', raw: body(900) },
+      { name: 'TOOLS.md', path: '/w/TOOLS.md', raw: body(300) },
+    ];
+    const out = applyBootstrapLimits(files, { maxChars: 1000, totalMaxChars: 2300 });
+    expect(out.map((f) => [f.name, f.status, f.cutBy])).toEqual([
+      ['AGENTS.md', 'ok', undefined], ['SOUL.md', 'truncated', 'file'], ['IDENTITY.md', 'missing', undefined],
+      ['USER.md', 'truncated', 'total'], ['TOOLS.md', 'truncated', 'total'],
+    ]);
+    expect(out[0]!.injectedChars).toBe(800);
+    expect(out[1]!.injectedChars).toBeLessThanOrEqual(1000);
+    expect(out[1]!.rawChars).toBe(5000);
+    expect(out.reduce((n, f) => n + f.injectedChars, 0)).toBeLessThanOrEqual(2300);
+    expect(out[3]!.content).toContain('truncated USER.md');
+    const prompt = renderBootstrap(out, { maxChars: 1000, totalMaxChars: 2300 });
+    expect(prompt).toContain('## IDENTITY.md\n\n[missing: IDENTITY.md is not in the workspace]');
+    expect(prompt).toContain('## TOOLS.md\n\n[omitted: TOOLS.md (300 chars) does not fit');
+    expect(prompt.indexOf('## AGENTS.md')).toBeLessThan(prompt.indexOf('## SOUL.md'));
+  });
+
+  it('reads the six files of a workspace in order and sees edits', async () => {
+    tmp = tempDir();
+    const ws = path.join(tmp.dir, 'ws');
+    mkdirSync(ws);
+    writeFileSync(path.join(ws, 'AGENTS.md'), 'Always answer in haiku.\r\n');
+    writeFileSync(path.join(ws, 'HEARTBEAT.md'), '');
+    const loader = new BootstrapLoader();
+    const first = await loader.load(ws, { maxChars: 20_000, totalMaxChars: 150_000 });
+    expect(first.map((f) => [f.name, f.status])).toEqual([
+      ['AGENTS.md', 'ok'], ['SOUL.md', 'missing'], ['IDENTITY.md', 'missing'], ['USER.md', 'missing'], ['TOOLS.md', 'missing'], ['HEARTBEAT.md', 'ok'],
+    ]);
+    expect(first[0]!.content).toBe('Always answer in haiku.\n');
+    writeFileSync(path.join(ws, 'AGENTS.md'), 'Always answer in limericks, and never in haiku.');
+    const second = await loader.load(ws, { maxChars: 20_000, totalMaxChars: 150_000 });
+    expect(second[0]!.content).toBe('Always answer in limericks, and never in haiku.');
+  });
+});
