@@ -1,3 +1,4 @@
+import { withoutRuntimeLine } from './context.ts';
 import { isAbortError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { ActiveSession } from '../sessions/manager.ts';
@@ -82,7 +83,7 @@ export async function describeContext(engine: ContextEngine, session: ActiveSess
     .sort((x, y) => y.tokens - x.tokens || x.i - y.i).slice(0, 8);
   for (const { m, i, tokens } of ranked) {
     const what = i === 0 ? 'system prompt' : m.role === 'tool' ? `tool result${m.toolCallId ? ` ${m.toolCallId}` : ''}` : m.toolCalls?.length ? `assistant → ${m.toolCalls.map((t) => t.name).join(', ')}` : m.role;
-    lines.push(`• #${i} ${what} · ${n(tokens)} tokens · ${preview(m.content)}`);
+    lines.push(`• #${i} ${what} · ${n(tokens)} tokens · ${preview(m.role === 'user' ? withoutRuntimeLine(m.content) : m.content)}`);
   }
   lines.push('**Tool schemas**');
   if (a.tools.length === 0) lines.push('• none');

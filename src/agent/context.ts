@@ -41,8 +41,13 @@ export interface BuiltContext {
   summary?: string;
 }
 
-/** Starts the system line that carries the time of the user message after it. */
+/** Starts the line, at the head of each user message, that carries the time it was sent. */
 export const RUNTIME_PREFIX = '[Runtime]';
+
+/** A request's user message content without its runtime line: what the person wrote. */
+export function withoutRuntimeLine(content: string): string {
+  return content.startsWith(RUNTIME_PREFIX) ? content.slice(content.indexOf('\n') + 1) : content;
+}
 
 /**
  * Assembles the messages of one LLM request, least-changing first so that consecutive requests of one
@@ -77,26 +82,38 @@ export function buildContext(input: ContextInput): BuiltContext {
     return tokens;
   };
 
-  const systemTokens = push({ role: 'system', content: system });
+  const { summary, kept } = activeHistory(input.history);
+  // The summary joins the one system message: several system messages, or one after the first, are refused
+  // by some OpenAI-compatible servers' chat templates. A compaction changes the prefix anyway.
+  const summaryText = summary ? summaryMessage(summary) : '';
+  const systemTokens = push({ role: 'system', content: summaryText ? `${system}\n\n${summaryText}` : system });
+  const summaryTokens = summaryText ? countTokens(`\n\n${summaryText}`, model) : 0;
+  components.history += summaryTokens;
   const bootstrapTokens = bootstrapText ? countTokens(bootstrapText, model) : 0;
   const toolsTextTokens = countTokens(toolsText, model);
   components.bootstrap += bootstrapTokens;
   components.tools += toolsTextTokens;
-  components.system += REQUEST_OVERHEAD + systemTokens - bootstrapTokens - toolsTextTokens;
+  components.system += REQUEST_OVERHEAD + systemTokens - bootstrapTokens - toolsTextTokens - summaryTokens;
   const toolTokens = input.tools.map((t) => toolSchemaTokens(t, model));
   components.tools += toolTokens.reduce((a, b) => a + b, 0);
 
-  const { summary, kept } = activeHistory(input.history);
-  if (summary) components.history += push({ role: 'system', content: summaryMessage(summary) });
 
   const paired = pairToolCalls(kept);
   const lastUserIndex = findLastIndex(paired, (m) => m.role === 'user');
   paired.forEach((m, i) => {
+    let tokens: number;
     if (m.role === 'user') {
+      // The time rides at the head of the user message it belongs to (not as its own system message, which
+      // some chat templates refuse mid-conversation); rendered from the stored time, it never changes.
       const line = runtimeLine(m.at, input);
-      components.system += push({ role: 'system', content: line.text }, line.tokens);
+      const message = toChatMessage(m);
+      message.content = `${line.text}\n${message.content}`;
+      components.system += line.tokens;
+      tokens = messageTokensOf(m, model);
+      push(message, tokens + line.tokens);
+    } else {
+      tokens = push(toChatMessage(m), messageTokensOf(m, model));
     }
-    const tokens = push(toChatMessage(m), messageTokensOf(m, model));
     if (i === lastUserIndex) components.userInput += tokens;
     else if (m.role === 'tool') components.toolResults += tokens;
     else components.history += tokens;
@@ -166,7 +183,7 @@ function identityText(input: ContextInput): string {
 
 function sessionFacts(input: ContextInput): string {
   const chat = input.entry.chatType === 'direct' ? 'a direct chat' : `a ${input.entry.chatType === 'group' ? 'group' : 'channel'} chat`;
-  return `Session: ${chat} on ${input.entry.channel}; model ${input.model}; time zone ${input.timezone ?? 'UTC'}. A ${RUNTIME_PREFIX} line before each user message gives the time it was sent.`;
+  return `Session: ${chat} on ${input.entry.channel}; model ${input.model}; time zone ${input.timezone ?? 'UTC'}. A ${RUNTIME_PREFIX} line at the head of each user message gives the time it was sent.`;
 }
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
@@ -185,7 +202,7 @@ function runtimeLine(at: string, input: ContextInput): { text: string; tokens: n
   }
   const parsed = Date.parse(at);
   const text = `${RUNTIME_PREFIX} ${format.format(Number.isNaN(parsed) ? input.now : parsed)} (${zone})`;
-  const line = { text, tokens: chatMessageTokens({ role: 'system', content: text }, input.model) };
+  const line = { text, tokens: countTokens(`${text}\n`, input.model) };
   if (lines.size >= 8192) lines.delete(lines.keys().next().value as string);
   lines.set(key, line);
   return line;

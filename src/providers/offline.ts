@@ -1,4 +1,5 @@
 import { ProviderError } from '../core/errors.ts';
+import { withoutRuntimeLine } from '../agent/context.ts';
 import { countTokens } from '../agent/tokens.ts';
 import type { CallOptions, Provider, ProviderRequest, ProviderResponse } from './types.ts';
 
@@ -24,7 +25,7 @@ export class OfflineProvider implements Provider {
     if (options.signal?.aborted) throw new ProviderError('PROVIDER_ABORTED', 'The call was aborted.');
     const lastUser = [...request.messages].reverse().find((m) => m.role === 'user');
     const turns = request.messages.filter((m) => m.role === 'user').length;
-    const said = (lastUser?.content ?? '').trim();
+    const said = withoutRuntimeLine(lastUser?.content ?? '').trim();
     const content = [
       `(offline) You said: "${said.length > 500 ? `${said.slice(0, 500)}…` : said}"`,
       '',

@@ -4,15 +4,20 @@ import { planCompaction } from '../../src/agent/compaction.ts';
 import { chatMessageTokens, countRequestTokens } from '../../src/agent/tokens.ts';
 import type { ToolExecutor } from '../../src/agent/runtime.ts';
 import type { TranscriptCompaction, TranscriptMessage } from '../../src/sessions/transcript.ts';
-import type { FakeReply, RecordedRequest } from '../fakes/fake-openai.ts';
+import { userText, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { defaultReply, fromWire, kindOf, startHarness, type Harness } from './harness.ts';
 
 const MODEL = 'gpt-test';
 const words = (n: number, tag = 'word') => Array.from({ length: n }, (_, i) => `${tag}${i % 10}`).join(' ');
 const requestTokens = (r: RecordedRequest) => countRequestTokens(r.body.messages.map(fromWire), [], MODEL);
-/** Our count of the request after `last` had no compaction intervened: + the answer 'ok', a runtime line and the user message. */
-const wouldBeNext = (last: RecordedRequest, userText: string) => requestTokens(last) + chatMessageTokens({ role: 'assistant', content: 'ok' }, MODEL)
-  + chatMessageTokens(fromWire(last.body.messages.at(-2)!), MODEL) + chatMessageTokens({ role: 'user', content: userText }, MODEL);
+/** The `[Runtime] <time>` line (with its newline) at the head of the last user message of a request. */
+const runtimeLineOf = (r: RecordedRequest) => /^\[Runtime\][^\n]*\n/.exec(r.body.messages.at(-1)!.content ?? '')![0];
+/**
+ * Our count of the request after `last` had no compaction intervened: + the answer 'ok' and the user message
+ * headed by its runtime line (the harness clock stands still, so it is the same line as the last one's).
+ */
+const wouldBeNext = (last: RecordedRequest, text: string) => requestTokens(last) + chatMessageTokens({ role: 'assistant', content: 'ok' }, MODEL)
+  + chatMessageTokens({ role: 'user', content: `${runtimeLineOf(last)}${text}` }, MODEL);
 const compactions = (h: Harness) => h.fileEntries().filter((e): e is TranscriptCompaction => e.type === 'compaction');
 const small = { providers: { default: { contextWindow: 3000 } }, agents: { defaults: { compaction: { reserveTokens: 1000, keepRecentTokens: 400, memoryFlush: false }, contextPruning: { mode: 'off' } } } };
 
@@ -44,9 +49,12 @@ describe('compaction', () => {
     // The turn then went out compacted: summary + the recent tail, under the threshold.
     const after = h.fake.requests.at(-1)!;
     expect(kindOf(after)).toBe('turn');
-    expect(after.body.messages[1]).toMatchObject({ role: 'system' });
-    expect(after.body.messages[1]!.content).toContain('Summary of the earlier conversation');
-    expect(after.body.messages.at(-1)!.content).toBe(lastUser);
+    // The summary is part of the one system message, at the head of the request.
+    expect(after.body.messages.filter((m) => m.role === 'system')).toHaveLength(1);
+    expect(after.body.messages[0]).toMatchObject({ role: 'system' });
+    expect(after.body.messages[0]!.content).toContain('Summary of the earlier conversation');
+    expect(after.body.messages.at(-1)!.role).toBe('user');
+    expect(userText(after.body.messages.at(-1)!.content)).toBe(lastUser);
     expect(requestTokens(after)).toBeLessThan(threshold);
     const entry = h.session().entry;
     expect(entry.compactionCount).toBe(1);
@@ -122,7 +130,8 @@ describe('compaction', () => {
     }
     // The first turn request after the compaction carries the transcript from firstKeptId on, verbatim.
     const firstAfter = later[0]!;
-    const tail = firstAfter.body.messages.slice(2).filter((m) => !(m.role === 'system' && m.content?.startsWith('[Runtime]')));
+    expect(firstAfter.body.messages[0]!.content).toContain('Summary of the earlier conversation');
+    const tail = firstAfter.body.messages.slice(1).map((m) => (m.role === 'user' ? { ...m, content: userText(m.content) } : m));
     const expected = messages.slice(firstKept, firstKept + tail.length);
     expect(tail.map((m) => [m.role, m.content ?? ''])).toEqual(expected.map((m) => [m.role, m.content]));
   });
@@ -157,7 +166,8 @@ describe('compaction', () => {
     // The next turn is built from the summary and the tail.
     await h.send('what was the ticket?');
     const next = h.fake.requests.at(-1)!;
-    expect(next.body.messages[1]!.content).toContain('ABC-123');
+    expect(next.body.messages[0]!.content).toContain('Summary of the earlier conversation');
+    expect(next.body.messages[0]!.content).toContain('ABC-123');
     expect(requestTokens(next)).toBeLessThan(1500);
   });
 
@@ -180,7 +190,7 @@ describe('compaction', () => {
     expect(h.fake.requests.map(kindOf).slice(-2)).toEqual(['compaction', 'turn']);
     expect(compactions(h)).toHaveLength(1);
     expect(h.session().entry.compactionCount).toBe(1);
-    expect(h.fake.requests.at(-1)!.body.messages[1]!.content).toContain('Summary of the earlier conversation');
+    expect(h.fake.requests.at(-1)!.body.messages[0]!.content).toContain('Summary of the earlier conversation');
   });
 
   it('compacts and retries after a context-overflow error from the provider', async () => {

@@ -75,10 +75,10 @@ describe('request assembly through the gateway', () => {
     expect(system).toContain('truncated SOUL.md');
     expect(system).toContain('[missing: USER.md is not in the workspace]');
     expect(system).not.toMatch(/2026-05-04/);
-    expect(last.at(-1)).toEqual({ role: 'user', content: 'fourth' });
-    // Each user message is preceded by the time it was sent, in the session's zone.
-    expect(last.at(-2)).toEqual({ role: 'system', content: '[Runtime] Mon, 2026-05-04, 10:03 (Europe/Paris)' });
-    const times = last.filter((m) => m.role === 'system' && m.content?.startsWith('[Runtime]')).map((m) => /(\d\d:\d\d) \(/.exec(m.content!)![1]);
+    // Each user message starts with the time it was sent, in the session's zone; only the first message is a system one.
+    expect(last.at(-1)).toEqual({ role: 'user', content: '[Runtime] Mon, 2026-05-04, 10:03 (Europe/Paris)\nfourth' });
+    expect(last.slice(1).every((m) => m.role !== 'system')).toBe(true);
+    const times = last.filter((m) => m.role === 'user').map((m) => /^\[Runtime\] .*(\d\d:\d\d) \(/.exec(m.content!)![1]);
     expect(times).toEqual(['10:00', '10:01', '10:02', '10:03']);
   });
 });

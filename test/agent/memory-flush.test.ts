@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { flushNotes, localDate, memoryFileOf } from '../../src/agent/memory-flush.ts';
-import type { FakeReply } from '../fakes/fake-openai.ts';
+import { userText, type FakeReply } from '../fakes/fake-openai.ts';
 import { defaultReply, kindOf, startHarness, type Harness } from './harness.ts';
 
 /** Kinds of the requests from `from` on, with runs of summary calls collapsed to one 'compaction'. */
@@ -31,7 +31,8 @@ describe('memory flush', () => {
     // The flush request is the conversation so far plus the flush instruction, with no tools.
     const flush = h.fake.requests.find((r) => kindOf(r) === 'memory-flush')!;
     expect(flush.body.messages.at(-1)!.content).toContain('memory/2026-03-03.md');
-    expect(flush.body.messages.at(-2)!.content).toBe('what do you remember?');
+    expect(flush.body.messages.at(-2)!.role).toBe('user');
+    expect(userText(flush.body.messages.at(-2)!.content)).toBe('what do you remember?');
     expect(flush.body.stream).toBeFalsy();
 
     // 20:30 UTC is 05:30 the next day in Tokyo, the session's time zone.

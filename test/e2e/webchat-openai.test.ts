@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai.ts';
+import { conversation, lastUser, startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai.ts';
 import { startTestGateway, tempDir } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../../src/main.ts';
 
@@ -11,7 +11,7 @@ describe('end to end: webchat → gateway → openai provider → fake OpenAI', 
   let gw: RunningGateway | undefined;
 
   beforeEach(async () => {
-    fake = await startFakeOpenAI((r) => ({ content: `You said: ${r.body.messages.at(-1)?.content}` }));
+    fake = await startFakeOpenAI((r) => ({ content: `You said: ${lastUser(r)}` }));
     tmp = tempDir();
   });
   afterEach(async () => {
@@ -57,8 +57,8 @@ describe('end to end: webchat → gateway → openai provider → fake OpenAI', 
     gw = await startTestGateway({ dir: tmp.dir, env: { OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'sk-test' } });
     await post({ user: 'bob', text: 'first' });
     await post({ user: 'bob', text: 'second' });
-    const second = fake.requests[1]!.body.messages.filter((m) => m.role !== 'system').map((m) => m.content);
-    expect(second).toEqual(['first', 'You said: first', 'second']);
+    expect(conversation(fake.requests[1]!)).toEqual(['first', 'You said: first', 'second']);
+    expect(fake.requests[1]!.body.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
   });
 
   it('streams the reply as server-sent events', async () => {

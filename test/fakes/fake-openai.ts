@@ -112,8 +112,18 @@ export async function startFakeOpenAI(fallback?: (request: RecordedRequest) => F
   return fake;
 }
 
-/** Text of the last user message of a request. */
+/** What the person wrote: a user message's content without the `[Runtime] <time>` line the gateway puts first. */
+export function userText(content: string | null | undefined): string {
+  return (content ?? '').replace(/^\[Runtime\][^\n]*\n/, '');
+}
+
+/** Text of the last user message of a request, without its runtime line. */
 export function lastUser(request: RecordedRequest): string {
   const users = request.body.messages.filter((m) => m.role === 'user');
-  return users[users.length - 1]?.content ?? '';
+  return userText(users[users.length - 1]?.content);
+}
+
+/** The conversation of a request as the people and the agent wrote it: no system message, no runtime lines. */
+export function conversation(request: RecordedRequest): string[] {
+  return request.body.messages.filter((m) => m.role !== 'system').map((m) => (m.role === 'user' ? userText(m.content) : m.content ?? ''));
 }

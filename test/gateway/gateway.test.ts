@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import type { RunningGateway } from '../../src/main.ts';
-import { startFakeOpenAI, lastUser, type FakeOpenAI } from '../fakes/fake-openai.ts';
+import { conversation, startFakeOpenAI, lastUser, type FakeOpenAI } from '../fakes/fake-openai.ts';
 import { startTestGateway, tempDir } from '../helpers/gateway.ts';
 import { TestChannel } from '../helpers/test-channel.ts';
 
@@ -40,7 +40,7 @@ describe('gateway: lanes, commands, resets, restarts', () => {
     await Promise.all(subs.map((s) => s.done));
     expect(channel.texts()).toEqual(['re: one', 're: two', 're: three']);
     // Each turn saw the previous ones: the third request carries the whole history.
-    expect(fake.requests[2]!.body.messages.filter((m) => m.role !== 'system').map((m) => m.content)).toEqual(['one', 're: one', 'two', 're: two', 'three']);
+    expect(conversation(fake.requests[2]!)).toEqual(['one', 're: one', 'two', 're: two', 'three']);
     expect(channel.typings.length).toBeGreaterThanOrEqual(3);
   });
 
@@ -80,7 +80,7 @@ describe('gateway: lanes, commands, resets, restarts', () => {
     const after = (await gw.store.get('agent:main:main'))!;
     expect(after.sessionId).not.toBe(before.sessionId);
     expect(after.lastResetReason).toBe('manual');
-    expect(fake.requests[1]!.body.messages.filter((m) => m.role !== 'system').map((m) => m.content)).toEqual(['what is 2+2']);
+    expect(conversation(fake.requests[1]!)).toEqual(['what is 2+2']);
     const files = readdirSync(path.join(tmp.dir, 'data', 'agents', 'main', 'sessions'));
     expect(files.some((f) => f.startsWith(`${before.sessionId}.jsonl.reset.`))).toBe(true);
     expect(files).toContain(`${after.sessionId}.jsonl`);
@@ -128,7 +128,7 @@ describe('gateway: lanes, commands, resets, restarts', () => {
     gw = await start();
     await (await channel.inject('after restart')).done;
     expect((await gw.store.get('agent:main:main'))!.sessionId).toBe(id);
-    expect(fake.requests[1]!.body.messages.filter((m) => m.role !== 'system').map((m) => m.content)).toEqual(['before restart', 're: before restart', 'after restart']);
+    expect(conversation(fake.requests[1]!)).toEqual(['before restart', 're: before restart', 'after restart']);
   });
 
   it('a platform redelivery is processed once, also after a restart', async () => {

@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
+import { userText } from '../fakes/fake-openai.ts';
 import { startApiHarness, type ApiHarness } from './api-harness.ts';
 
 const ROUTES: [string, string][] = [
@@ -81,6 +82,6 @@ describe('HTTP auth, limits and errors', () => {
     const key = first.response.headers.get('x-session-key')!;
     expect(key).toBe('agent:main:api:direct:gina');
     await h.client.chat.completions.create({ model: 'main', messages: [{ role: 'user', content: 'b' }] }, { headers: { 'X-Session-Key': key } });
-    expect(h.fake.requests[1]!.body.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['a', 'b']);
+    expect(h.fake.requests[1]!.body.messages.filter((m) => m.role === 'user').map((m) => userText(m.content))).toEqual(['a', 'b']);
   });
 });

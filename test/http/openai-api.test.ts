@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { countTokens } from '../../src/agent/tokens.ts';
-import { lastUser } from '../fakes/fake-openai.ts';
+import { conversation, lastUser, userText } from '../fakes/fake-openai.ts';
 import { startApiHarness, type ApiHarness } from './api-harness.ts';
 
 describe('POST /v1/chat/completions with the official openai client', () => {
@@ -49,7 +49,7 @@ describe('POST /v1/chat/completions with the official openai client', () => {
     expect(second.data.usage).toEqual({ prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 });
     expect(second.response.headers.get('x-session-key')).toBe('agent:main:api:direct:alice');
     // The session keeps its own history: the second upstream call carries the first exchange, not the request's earlier messages.
-    const upstream = h.fake.requests[1]!.body.messages.filter((m) => m.role !== 'system').map((m) => m.content);
+    const upstream = conversation(h.fake.requests[1]!);
     expect(upstream).toEqual(['one', 're: one', 'two']);
     const entry = await (await fetch(`${h.gw.url}/admin/sessions/${encodeURIComponent('agent:main:api:direct:alice')}`)).json();
     expect(entry).toMatchObject({ channel: 'api', tokens: { input: 20, output: 10, cacheRead: 0, cacheWrite: 0 }, totalTokens: 30 });
@@ -59,14 +59,14 @@ describe('POST /v1/chat/completions with the official openai client', () => {
     let usage;
     for await (const chunk of stream) if (chunk.usage) usage = chunk.usage;
     expect(usage).toEqual({ prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 });
-    expect(h.fake.requests[2]!.body.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['one', 'two', 'three']);
+    expect(h.fake.requests[2]!.body.messages.filter((m) => m.role === 'user').map((m) => userText(m.content))).toEqual(['one', 'two', 'three']);
   });
 
   it('treats a call without X-Session-Key or user as a one-off session that is not persisted', async () => {
     h = await startApiHarness();
     await h.client.chat.completions.create({ model: 'main', messages: [{ role: 'user', content: 'first one-off' }] });
     await h.client.chat.completions.create({ model: 'main', messages: [{ role: 'user', content: 'second one-off' }] });
-    expect(h.fake.requests[1]!.body.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['second one-off']);
+    expect(h.fake.requests[1]!.body.messages.filter((m) => m.role === 'user').map((m) => userText(m.content))).toEqual(['second one-off']);
     const { sessions } = await (await fetch(`${h.gw.url}/admin/sessions`)).json() as { sessions: unknown[] };
     expect(sessions).toEqual([]);
     expect(await h.gw.store.count()).toBe(0);

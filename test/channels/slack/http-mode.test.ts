@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../../../src/main.ts';
-import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../../fakes/fake-openai.ts';
+import { conversation, lastUser, startFakeOpenAI, type FakeOpenAI } from '../../fakes/fake-openai.ts';
 import { channelMessageEvent, dmEvent, eventCallback, mentionEvent, nextTs, startFakeSlack, type FakeSlack } from '../../fakes/fake-slack.ts';
 import { startTestGateway, tempDir } from '../../helpers/gateway.ts';
 import { BOT_TOKEN, postSlack, sessionKeys, SIGNING_SECRET, until } from './helpers.ts';
@@ -88,9 +88,9 @@ describe('Slack in HTTP mode, through the whole gateway (real bolt, fake Slack W
     await until(async () => (await sessionKeys(g)).includes(threadKey), 'the thread session');
     expect(await sessionKeys(g)).toEqual(['agent:main:slack:channel:c777', threadKey]);
     // The thread's first message carries what the bot said there; the next one has the thread's history.
-    const firstInThread = llm.requests[1]!.body.messages.filter((m) => m.role !== 'system').map((m) => m.content);
+    const firstInThread = conversation(llm.requests[1]!);
     expect(firstInThread.at(-1)).toContain('[replying to: echo: start a plan]');
-    const secondInThread = llm.requests[2]!.body.messages.filter((m) => m.role !== 'system').map((m) => m.content);
+    const secondInThread = conversation(llm.requests[2]!);
     expect(secondInThread).toHaveLength(3);
     expect(secondInThread[0]).toMatch(/step two$/);
     expect(secondInThread[2]).toBe('step three');
