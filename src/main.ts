@@ -187,8 +187,9 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         });
       }
       clearInterval(pruneTimer);
-      await accounting.flush();
+      await accounting.close();
       await sessions.flush();
+      await transcripts.close();
       await inbox.close();
       await pairing.close().catch(() => undefined);
       await store.close();

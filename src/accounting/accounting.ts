@@ -63,6 +63,11 @@ export class Accounting {
   };
 
   /** Writes every queued ledger record (shutdown). */
+  /** Writes the queued ledger records and closes the ledger (shutdown). */
+  close(): Promise<void> {
+    return this.ledger.close();
+  }
+
   flush(): Promise<void> {
     return this.ledger.flush();
   }

@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
-import { appendFile, mkdir, open, stat } from 'node:fs/promises';
+import { mkdir, open, stat } from 'node:fs/promises';
+import { AppendOnlyFile } from '../core/append-only-file.ts';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Logger } from '../core/logger.ts';
@@ -29,9 +30,11 @@ export class TokenLedger {
   private writing: Promise<void> | undefined;
   private prefix = '';
   private ready: Promise<void> | undefined;
+  private readonly out: AppendOnlyFile;
 
   constructor(options: TokenLedgerOptions) {
     this.file = options.file;
+    this.out = new AppendOnlyFile(options.file);
     this.logger = options.logger;
     this.maxPending = options.maxPendingLines ?? 100_000;
   }
@@ -73,6 +76,12 @@ export class TokenLedger {
       this.writing = this.drain();
       await this.writing;
     }
+  }
+
+  /** Writes what is queued and closes the file (shutdown). */
+  async close(): Promise<void> {
+    await this.flush();
+    this.out.close();
   }
 
   /** Reads every record in file order (skipping torn or foreign lines). */
@@ -152,7 +161,7 @@ export class TokenLedger {
         this.pending = [];
         const text = this.prefix + batch.join('');
         try {
-          await appendFile(this.file, text, 'utf8');
+          this.out.append(text);
           this.prefix = '';
         } catch (error) {
           this.pending = [...batch, ...this.pending];

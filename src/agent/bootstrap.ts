@@ -1,3 +1,4 @@
+import { watch, type FSWatcher } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -85,16 +86,67 @@ export function renderBootstrap(files: readonly BootstrapFile[], limits: Bootstr
   return parts.join('\n\n');
 }
 
-/** Reads the bootstrap files of a workspace, re-reading a file only when its size or mtime changed. */
+/** How long a loaded workspace is trusted without a change event (a safety net for file systems without events). */
+const MAX_TRUST_MS = 30_000;
+
+interface WorkspaceState {
+  files?: BootstrapFile[];
+  limitsKey?: string;
+  loadedAt: number;
+  dirty: boolean;
+  watcher?: FSWatcher;
+}
+
+/**
+ * Reads the bootstrap files of a workspace. A loaded workspace is reused until its folder reports a change
+ * (fs.watch), so a turn costs no file system calls; a file is re-read only when its size or mtime changed.
+ */
 export class BootstrapLoader {
   private readonly cache = new Map<string, { mtimeMs: number; size: number; text: string }>();
+  private readonly workspaces = new Map<string, WorkspaceState>();
 
   async load(workspace: string, limits: BootstrapLimits): Promise<BootstrapFile[]> {
-    const files = await Promise.all(BOOTSTRAP_FILES.map(async (name) => {
-      const file = path.join(workspace, name);
-      return { name, path: file, raw: await this.read(file) };
-    }));
-    return applyBootstrapLimits(files, limits);
+    const state = this.workspaces.get(workspace) ?? { loadedAt: 0, dirty: true };
+    this.workspaces.set(workspace, state);
+    const limitsKey = `${limits.maxChars}/${limits.totalMaxChars}`;
+    if (state.files && !state.dirty && state.limitsKey === limitsKey && performance.now() - state.loadedAt < MAX_TRUST_MS) return state.files;
+    state.dirty = false;
+    state.loadedAt = performance.now();
+    let files: { name: string; path: string; raw?: string }[];
+    if (!(await isDirectory(workspace))) {
+      files = BOOTSTRAP_FILES.map((name) => ({ name, path: path.join(workspace, name) }));
+    } else {
+      this.watch(workspace, state);
+      files = await Promise.all(BOOTSTRAP_FILES.map(async (name) => {
+        const file = path.join(workspace, name);
+        return { name, path: file, raw: await this.read(file) };
+      }));
+    }
+    // A watcher that could not be set up leaves the state dirty, so the next turn looks again.
+    if (!state.watcher) state.dirty = true;
+    state.files = applyBootstrapLimits(files, limits);
+    state.limitsKey = limitsKey;
+    return state.files;
+  }
+
+  /** Stops watching every workspace. */
+  close(): void {
+    for (const state of this.workspaces.values()) state.watcher?.close();
+    this.workspaces.clear();
+  }
+
+  private watch(workspace: string, state: WorkspaceState): void {
+    if (state.watcher) return;
+    try {
+      state.watcher = watch(workspace, { persistent: false }, () => { state.dirty = true; });
+      state.watcher.on('error', () => {
+        state.watcher?.close();
+        state.watcher = undefined;
+        state.dirty = true;
+      });
+    } catch {
+      state.watcher = undefined;
+    }
   }
 
   private async read(file: string): Promise<string | undefined> {
@@ -115,6 +167,14 @@ export class BootstrapLoader {
     } catch {
       return undefined;
     }
+  }
+}
+
+async function isDirectory(dir: string): Promise<boolean> {
+  try {
+    return (await stat(dir)).isDirectory();
+  } catch {
+    return false;
   }
 }
 

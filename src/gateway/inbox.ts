@@ -1,4 +1,5 @@
-import { createWriteStream, existsSync, readFileSync, renameSync, writeFileSync, mkdirSync, type WriteStream } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
+import { AppendOnlyFile } from '../core/append-only-file.ts';
 import path from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import type { Logger } from '../core/logger.ts';
@@ -36,7 +37,7 @@ export class Inbox {
   private readonly seen = new Map<string, number>();
   private readonly pending = new Map<string, { message: InboundMessage; correlationId: string }>();
   private readonly claimed = new Set<string>();
-  private stream?: WriteStream;
+  private out?: AppendOnlyFile;
   private appendsSinceCompaction = 0;
 
   constructor(options: InboxOptions) {
@@ -114,9 +115,8 @@ export class Inbox {
   }
 
   async close(): Promise<void> {
-    const stream = this.stream;
-    this.stream = undefined;
-    if (stream) await new Promise<void>((resolve) => stream.end(resolve));
+    this.out?.close();
+    this.out = undefined;
   }
 
   private apply(record: Record): void {
@@ -140,12 +140,9 @@ export class Inbox {
     }
   }
 
-  private write(record: Record): Promise<void> {
-    this.stream ??= createWriteStream(this.options.file, { flags: 'a' });
-    const stream = this.stream;
-    return new Promise((resolve, reject) => {
-      stream.write(`${JSON.stringify(record)}\n`, (error) => (error ? reject(error) : resolve()));
-    });
+  private async write(record: Record): Promise<void> {
+    this.out ??= new AppendOnlyFile(this.options.file);
+    this.out.append(`${JSON.stringify(record)}\n`);
   }
 
   /** Rewrites the journal with only pending messages and recent delivery ids. */
@@ -155,9 +152,8 @@ export class Inbox {
     for (const [key, at] of this.seen) lines.push(JSON.stringify({ op: 'seen', key, at }));
     for (const [key, p] of this.pending) lines.push(JSON.stringify({ op: 'in', key, at: p.message.receivedAt, message: p.message, correlationId: p.correlationId }));
     const tmp = `${this.options.file}.tmp`;
-    const old = this.stream;
-    this.stream = undefined;
-    old?.end();
+    this.out?.close();
+    this.out = undefined;
     writeFileSync(tmp, lines.length ? `${lines.join('\n')}\n` : '');
     renameSync(tmp, this.options.file);
     this.appendsSinceCompaction = 0;

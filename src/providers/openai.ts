@@ -41,7 +41,8 @@ export class OpenAIProvider implements Provider {
     this.maxTokens = options.maxTokens;
     const header = options.correlationHeader.toLowerCase();
     const countingFetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-      const id = new Headers(init?.headers).get(header);
+      const headers = init?.headers;
+      const id = headers instanceof Headers ? headers.get(header) : new Headers(headers).get(header);
       if (id) this.attempts.set(id, (this.attempts.get(id) ?? 0) + 1);
       return fetch(input, init);
     };

@@ -80,8 +80,21 @@ export function expiresAt(policy: ResetPolicy, lastActivity: number): number {
   return Math.min(idle, nextDailyBoundary(lastActivity, policy.atHour, policy.timezone));
 }
 
+const boundaryCache = new Map<string, { from: number; until: number }>();
+
 /** The most recent instant at or before `now` when the wall clock of `timeZone` read `atHour:00`. */
 export function lastDailyBoundary(now: number, atHour: number, timeZone?: string): number {
+  // Every message asks this; the answer holds for a whole day, so remember the current day's window.
+  const key = `${timeZone ?? ''}\u0000${atHour}`;
+  const cached = boundaryCache.get(key);
+  if (cached && now >= cached.from && now < cached.until) return cached.from;
+  const from = computeLastDailyBoundary(now, atHour, timeZone);
+  if (boundaryCache.size > 256) boundaryCache.clear();
+  boundaryCache.set(key, { from, until: nextDailyBoundary(from, atHour, timeZone) });
+  return from;
+}
+
+function computeLastDailyBoundary(now: number, atHour: number, timeZone?: string): number {
   const local = wallClock(now, timeZone);
   let candidate = zonedTime(local.year, local.month, local.day, atHour, timeZone);
   if (candidate > now) {

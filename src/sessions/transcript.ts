@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
-import { appendFile, mkdir, open, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { AppendOnlyFile } from '../core/append-only-file.ts';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Logger } from '../core/logger.ts';
@@ -49,6 +50,7 @@ export interface TranscriptCompaction {
 
 export type TranscriptEntry = TranscriptMessage | TranscriptCompaction;
 
+
 /** Reads and writes `<dir>/<sessionId>.jsonl` (SPEC §4). */
 export interface TranscriptStore {
   /** Creates the file with its header if it does not exist yet. */
@@ -69,14 +71,17 @@ export class JsonlTranscriptStore implements TranscriptStore {
   private readonly logger: Logger;
   private readonly cache = new Map<string, TranscriptEntry[]>();
   private readonly cacheLimit: number;
+  private readonly files = new Map<string, AppendOnlyFile>();
+  private readonly handleLimit: number;
   /** Sessions whose file end was checked for a torn line in this process. */
   private readonly checkedTails = new Set<string>();
   private dirReady?: Promise<unknown>;
 
-  constructor(options: { dir: string; logger: Logger; cacheLimit?: number }) {
+  constructor(options: { dir: string; logger: Logger; cacheLimit?: number; handleLimit?: number }) {
     this.dir = options.dir;
     this.logger = options.logger;
     this.cacheLimit = options.cacheLimit ?? 256;
+    this.handleLimit = Math.max(1, options.handleLimit ?? 64);
   }
 
   pathOf(sessionId: string): string {
@@ -102,7 +107,7 @@ export class JsonlTranscriptStore implements TranscriptStore {
     await this.ensureDir();
     const file = this.pathOf(sessionId);
     const lead = this.checkedTails.has(sessionId) ? '' : await this.tailRepair(file);
-    await appendFile(file, lead + list.map((e) => `${JSON.stringify(e)}\n`).join(''));
+    this.fileFor(sessionId, file).append(lead + list.map((e) => `${JSON.stringify(e)}\n`).join(''));
     this.checkedTails.add(sessionId);
     const cached = this.cache.get(sessionId);
     if (cached) {
@@ -157,6 +162,35 @@ export class JsonlTranscriptStore implements TranscriptStore {
   forget(sessionId: string): void {
     this.cache.delete(sessionId);
     this.checkedTails.delete(sessionId);
+    this.closeFile(sessionId);
+  }
+
+  /** Closes every open transcript file (shutdown). */
+  async close(): Promise<void> {
+    for (const id of [...this.files.keys()]) this.closeFile(id);
+  }
+
+  /**
+   * The append-mode file of a recently active session, kept open (at most `handleLimit`), so a turn's appends
+   * cost a write each instead of an open, a write and a close.
+   */
+  private fileFor(sessionId: string, file: string): AppendOnlyFile {
+    let open = this.files.get(sessionId);
+    if (open) {
+      this.files.delete(sessionId);
+    } else {
+      open = new AppendOnlyFile(file);
+    }
+    this.files.set(sessionId, open);
+    while (this.files.size > this.handleLimit) this.closeFile(this.files.keys().next().value as string);
+    return open;
+  }
+
+  private closeFile(sessionId: string): void {
+    const open = this.files.get(sessionId);
+    if (!open) return;
+    this.files.delete(sessionId);
+    open.close();
   }
 
   /** A file left without a final newline (a torn write) gets one, so the next entry starts on its own line. */

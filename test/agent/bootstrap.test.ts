@@ -66,8 +66,18 @@ describe('bootstrap files', () => {
       ['AGENTS.md', 'ok'], ['SOUL.md', 'missing'], ['IDENTITY.md', 'missing'], ['USER.md', 'missing'], ['TOOLS.md', 'missing'], ['HEARTBEAT.md', 'ok'],
     ]);
     expect(first[0]!.content).toBe('Always answer in haiku.\n');
+    // Unchanged files are not touched again: the same loaded result comes back.
+    expect(await loader.load(ws, { maxChars: 20_000, totalMaxChars: 150_000 })).toBe(first);
     writeFileSync(path.join(ws, 'AGENTS.md'), 'Always answer in limericks, and never in haiku.');
-    const second = await loader.load(ws, { maxChars: 20_000, totalMaxChars: 150_000 });
+    writeFileSync(path.join(ws, 'USER.md'), 'The user is called Ada.');
+    // The folder's change event arrives within milliseconds; the next turn after it sees the edit.
+    let second = await loader.load(ws, { maxChars: 20_000, totalMaxChars: 150_000 });
+    for (let i = 0; i < 200 && second[3]!.status === 'missing'; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      second = await loader.load(ws, { maxChars: 20_000, totalMaxChars: 150_000 });
+    }
     expect(second[0]!.content).toBe('Always answer in limericks, and never in haiku.');
+    expect(second[3]).toMatchObject({ name: 'USER.md', status: 'ok', content: 'The user is called Ada.' });
+    loader.close();
   });
 });
