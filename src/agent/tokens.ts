@@ -1,5 +1,4 @@
-import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
-import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
+import { createRequire } from 'node:module';
 import { modelToEncodingMap } from 'gpt-tokenizer/mapping';
 import type { ChatMessage, ToolSchema } from '../providers/types.ts';
 import type { ToolCall } from '../sessions/transcript.ts';
@@ -55,8 +54,30 @@ export function countTokens(text: string, model = 'gpt-4o'): number {
   return n;
 }
 
+type Counter = (text: string) => number;
+const require = createRequire(import.meta.url);
+const counters = new Map<Encoding, Counter>();
+
+/**
+ * The counter of an encoding, loaded on first use: each BPE table takes a few hundred milliseconds to load,
+ * which would otherwise delay every start-up (and the CLI) before any token is counted.
+ */
+function counterFor(encoding: Encoding): Counter {
+  let counter = counters.get(encoding);
+  if (!counter) {
+    counter = (require(`gpt-tokenizer/encoding/${encoding}`) as { countTokens: Counter }).countTokens;
+    counters.set(encoding, counter);
+  }
+  return counter;
+}
+
+/** Loads the tokenizer tables of these models now, so that the first turn does not pay for them. */
+export function preloadTokenizers(models: readonly string[]): void {
+  for (const model of models) counterFor(encodingFor(model));
+}
+
 function encode(text: string, encoding: Encoding): number {
-  return encoding === 'cl100k_base' ? countCl100k(text) : countO200k(text);
+  return counterFor(encoding)(text);
 }
 
 /** Tokens of the tool calls of one assistant message. */
