@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -8,10 +8,16 @@ import { nowMs, percentile, round } from './stats.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 
+/** How the gateway is started: the compiled build (what `npm start` runs after `npm install`) or the sources through tsx. */
+const COMMANDS = {
+  compiled: [path.join(root, 'dist/src/cli.js'), 'start'],
+  source: ['--import', 'tsx', path.join(root, 'src/cli.ts'), 'start'],
+} as const;
+
 /** Spawns `switchboard start` on a state folder and measures spawn → first 200 from /healthz. */
-async function timeToHealthy(stateDir: string): Promise<number> {
+async function timeToHealthy(stateDir: string, mode: keyof typeof COMMANDS = 'compiled'): Promise<number> {
   const t0 = nowMs();
-  const child = spawn(process.execPath, [path.join(root, 'bin/switchboard.mjs'), 'start'], {
+  const child = spawn(process.execPath, [...COMMANDS[mode]], {
     cwd: path.dirname(stateDir), env: { PATH: process.env.PATH, SWITCHBOARD_STATE_DIR: stateDir, SWITCHBOARD_PORT: '0', SWITCHBOARD_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -41,15 +47,22 @@ export async function runStartupBench(options: { dir: string; stored: number; ru
   await rm(path.dirname(full), { recursive: true, force: true });
   await mkdir(empty, { recursive: true });
   await populateSessions(path.join(full, 'sessions.sqlite'), options.stored);
+  execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs')], { stdio: 'ignore' });
   const emptyRuns: number[] = [];
   const fullRuns: number[] = [];
-  await timeToHealthy(empty); // warm the loader's cache
+  const sourceRuns: number[] = [];
+  await timeToHealthy(empty); // warm the file cache
+  await timeToHealthy(empty, 'source'); // and tsx's compile cache
   for (let i = 0; i < options.runs; i++) {
     emptyRuns.push(await timeToHealthy(empty));
     fullRuns.push(await timeToHealthy(full));
+    sourceRuns.push(await timeToHealthy(full, 'source'));
   }
   const e = percentile(emptyRuns, 50);
   const f = percentile(fullRuns, 50);
   await rm(path.dirname(full), { recursive: true, force: true });
-  return { storedSessions: options.stored, emptyMs: round(e, 0), withSessionsMs: round(f, 0), ratio: round(f / e, 2), runs: options.runs };
+  return {
+    storedSessions: options.stored, emptyMs: round(e, 0), withSessionsMs: round(f, 0), ratio: round(f / e, 2),
+    fromSourceWithSessionsMs: round(percentile(sourceRuns, 50), 0), runs: options.runs,
+  };
 }
