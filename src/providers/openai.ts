@@ -63,7 +63,10 @@ export class OpenAIProvider implements Provider {
       ...(request.tools?.length ? { tools: request.tools.map((t) => ({ type: 'function' as const, function: t })) } : {}),
       ...(request.reasoningEffort ? { reasoning_effort: request.reasoningEffort as 'low' } : {}),
     } satisfies ChatCompletionCreateParams;
-    const requestOptions = { signal: options.signal, headers: { [this.options.correlationHeader]: request.correlationId } };
+    // A signal of its own per call: the client hangs an abort listener on the signal it gets and never takes
+    // it off, and one turn's signal can see dozens of calls (tool loops, staged summaries).
+    const signal = options.signal ? AbortSignal.any([options.signal]) : undefined;
+    const requestOptions = { signal, headers: { [this.options.correlationHeader]: request.correlationId } };
     this.attempts.delete(request.correlationId);
     try {
       const response = options.onDelta
