@@ -11,7 +11,7 @@ const root = path.resolve(import.meta.dirname, '..');
 /** How the gateway is started: the compiled build (what `npm start` runs after `npm install`) or the sources through tsx. */
 const COMMANDS = {
   compiled: [path.join(root, 'dist/src/cli.js'), 'start'],
-  source: ['--import', 'tsx', path.join(root, 'src/cli.ts'), 'start'],
+  source: ['--import', import.meta.resolve('tsx'), path.join(root, 'src/cli.ts'), 'start'],
 } as const;
 
 /** Spawns `switchboard start` on a state folder and measures spawn → first 200 from /healthz. */
