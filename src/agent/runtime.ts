@@ -7,7 +7,7 @@ import type { Logger } from '../core/logger.ts';
 import { targetOf, type InboundMessage, type OutboundMessage } from '../core/message.ts';
 import { parseSessionKey } from '../routing/session-key.ts';
 import { requireProvider, type ProviderRegistry } from '../providers/registry.ts';
-import type { ChatMessage, Provider, ProviderResponse, ToolSchema } from '../providers/types.ts';
+import type { Provider, ProviderResponse, ToolSchema } from '../providers/types.ts';
 import { emptyTokens, type SessionEntry } from '../sessions/entry.ts';
 import type { ActiveSession, SessionInit, SessionManager } from '../sessions/manager.ts';
 import { evaluateReset, resolveResetPolicy, type ResetPolicy, type ResetReason } from '../sessions/reset.ts';
