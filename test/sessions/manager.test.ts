@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import type { SessionEntry } from '../../src/sessions/entry.ts';
@@ -28,8 +28,12 @@ class MemoryStore implements SessionStore {
 
 const init = (i: number | string): SessionInit => ({ key: `agent:main:direct:${i}`, agentId: 'main', channel: 'telegram', accountId: 'default', chatType: 'direct', peerId: String(i) });
 
+const transcriptDirs: (() => void)[] = [];
+afterAll(() => { for (const remove of transcriptDirs) remove(); });
+
 function manager(store: SessionStore, clock: ManualClock, max: number, expires: (e: SessionEntry) => number = () => Infinity) {
   const tmp = tempDir();
+  transcriptDirs.push(tmp.remove);
   const transcripts = new JsonlTranscriptStore({ dir: tmp.dir, logger: silentLogger() });
   return new SessionManager({ store, transcripts, clock, logger: silentLogger(), maxActiveSessions: max, expiresAt: expires, retry: { retries: 3, minTimeout: 1, maxTimeout: 2 } });
 }
