@@ -1,6 +1,7 @@
 import { isValidTimeZone } from '../config/schema.ts';
 import { totalTokens } from '../sessions/entry.ts';
 import type { ChatCommand, CommandRegistry } from './commands.ts';
+import { hostZone } from './reset-text.ts';
 
 const n = (value: number) => value.toLocaleString('en-US');
 
@@ -104,14 +105,6 @@ export function registerBuiltinCommands(registry: CommandRegistry): void {
       return ['**Commands**', ...triggers, ...lines].join('\n');
     },
   });
-}
-
-let cachedHostZone: string | undefined;
-
-/** The host's IANA time zone (resolved once: asking Intl costs more than a whole turn's routing). */
-export function hostZone(): string {
-  cachedHostZone ??= new Intl.DateTimeFormat().resolvedOptions().timeZone;
-  return cachedHostZone;
 }
 
 /**

@@ -12,7 +12,9 @@ import { emptyTokens, type SessionEntry } from '../sessions/entry.ts';
 import type { ActiveSession, SessionInit, SessionManager } from '../sessions/manager.ts';
 import { evaluateReset, resolveResetPolicy, type ResetPolicy, type ResetReason } from '../sessions/reset.ts';
 import type { TranscriptEntry, TranscriptMessage, TranscriptStore } from '../sessions/transcript.ts';
-import { hostZone, registerBuiltinCommands } from './builtin-commands.ts';
+import { registerBuiltinCommands } from './builtin-commands.ts';
+import { describeResetPolicy, hostZone, resetNotice } from './reset-text.ts';
+import { userContent } from './user-content.ts';
 import { CommandRegistry, matchResetTrigger, type CommandServices } from './commands.ts';
 import type { BuiltContext } from './context.ts';
 import { registerContextCommands } from './context-commands.ts';
@@ -226,7 +228,7 @@ export class AgentRuntime {
       if (reason) {
         await this.resetSession(session, reason, message.ephemeral);
         logger.info({ reason, sessionId: session.entry.sessionId }, 'session reset by policy');
-        if (this.options.config.session.notifyOnReset) notice = this.resetNotice(reason, session.entry);
+        if (this.options.config.session.notifyOnReset) notice = resetNotice(reason, this.resetPolicyOf(session.entry));
       }
     }
 
@@ -372,13 +374,6 @@ export class AgentRuntime {
     await this.options.sessions.reset(session, reason);
   }
 
-  private resetNotice(reason: ResetReason, entry: SessionEntry): string {
-    const policy = this.resetPolicyOf(entry);
-    return reason === 'idle'
-      ? `↻ New session: the last one was idle for more than ${formatMinutes(policy.idleMinutes)}.`
-      : `↻ New session: daily reset at ${String(policy.atHour).padStart(2, '0')}:00 ${policy.timezone ?? hostZone()}.`;
-  }
-
   private services(): CommandServices {
     return {
       config: this.options.config,
@@ -388,7 +383,7 @@ export class AgentRuntime {
       stopTurn: (key) => this.lanes.stop(key),
       queueDepth: (key) => this.lanes.depth(key),
       isRunning: (key) => this.lanes.isRunning(key),
-      describeReset: (entry) => describePolicy(this.resetPolicyOf(entry)),
+      describeReset: (entry) => describeResetPolicy(this.resetPolicyOf(entry)),
     };
   }
 
@@ -421,32 +416,4 @@ export class AgentRuntime {
     this.ephemeralHistories.set(session, []);
     return session;
   }
-}
-
-function userContent(message: InboundMessage, groupContext?: GroupContextItem[]): string {
-  let text = message.text;
-  if (message.attachments.length) {
-    const list = message.attachments.map((a) => `[attachment: ${a.type}${a.name ? ` "${a.name}"` : ''}${a.size ? `, ${a.size} bytes` : ''}]`).join('\n');
-    text = text ? `${text}\n${list}` : list;
-  }
-  if (message.replyTo?.text) text = `[replying to: ${message.replyTo.text.slice(0, 500)}]\n${text}`;
-  if (groupContext?.length) {
-    const earlier = groupContext.map((m) => `${m.name}: ${m.text}`).join('\n');
-    text = `[Earlier messages in this chat]\n${earlier}\n\n[Message to you${message.sender.name ? ` from ${message.sender.name}` : ''}]\n${text}`;
-  }
-  return text;
-}
-
-function formatMinutes(minutes: number): string {
-  if (minutes % 1440 === 0) return `${minutes / 1440} day${minutes === 1440 ? '' : 's'}`;
-  if (minutes % 60 === 0) return `${minutes / 60} hour${minutes === 60 ? '' : 's'}`;
-  return `${minutes} minute${minutes === 1 ? '' : 's'}`;
-}
-
-function describePolicy(policy: ResetPolicy): string {
-  if (policy.mode === 'off') return 'off';
-  const idle = policy.idleMinutes > 0 ? `idle after ${formatMinutes(policy.idleMinutes)}` : '';
-  if (policy.mode === 'idle') return idle || 'idle (no limit set)';
-  const daily = `daily at ${String(policy.atHour).padStart(2, '0')}:00 ${policy.timezone ?? hostZone()}`;
-  return idle ? `${daily}, or ${idle}` : daily;
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentRuntime } from '../agent/runtime.ts';
+import { zeroUsage } from '../agent/turn-events.ts';
 import type { ChannelAccountConfig, ResolvedConfig } from '../config/resolved.ts';
 import type { ChannelAdapter, InboundSink, Submission, SubmitOptions, TurnResult } from '../core/channel-adapter.ts';
 import type { Clock } from '../core/clock.ts';
@@ -235,7 +236,7 @@ export class Gateway {
   }
 
   private async handleFailure(message: InboundMessage, key: string, correlationId: string, error: unknown, logger: Logger): Promise<TurnResult> {
-    const base = { sessionKey: key, sessionId: '', correlationId, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, usageEstimated: false };
+    const base = { sessionKey: key, sessionId: '', correlationId, usage: zeroUsage(), usageEstimated: false };
     if (error instanceof TurnAbortedError || isAbortError(error)) {
       logger.info('turn stopped');
       if (this.closing) return { ...base, replies: [], outcome: 'stopped' };
