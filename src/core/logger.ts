@@ -1,5 +1,5 @@
-import { pino, stdSerializers, type Logger, type LoggerOptions } from 'pino';
-import { scrubSecrets, scrubValue } from './secrets.ts';
+import { pino, type Logger, type LoggerOptions } from 'pino';
+import { scrubSecrets, scrubValue, serializeError } from './secrets.ts';
 
 export type { Logger } from 'pino';
 
@@ -28,14 +28,12 @@ export function createLogger(options: LoggerSetup = {}): Logger {
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
     serializers: {
-      err: (err: Error) => {
-        const serialized = stdSerializers.err(err);
-        return secrets.length ? (scrubValue(serialized, secrets) as typeof serialized) : serialized;
-      },
+      err: (err: unknown) => (err instanceof Error ? serializeError(err, secrets) : scrubValue(err, secrets)),
     },
+    // Errors under any key (not only `err`) keep message, stack, code and cause; secrets are scrubbed from every string.
+    formatters: { log: (obj) => scrubValue(obj, secrets) as Record<string, unknown> },
   };
   if (secrets.length) {
-    config.formatters = { log: (obj) => scrubValue(obj, secrets) as Record<string, unknown> };
     config.hooks = {
       logMethod(args, method) {
         const scrubbed = args.map((a) => (typeof a === 'string' ? scrubSecrets(a, secrets) : a)) as Parameters<typeof method>;
