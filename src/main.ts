@@ -13,12 +13,15 @@ import type { ChannelAdapter } from './core/channel-adapter.ts';
 import { systemClock, type Clock } from './core/clock.ts';
 import { ConfigError } from './core/errors.ts';
 import { createLogger, type Logger } from './core/logger.ts';
+import { StateLock, type StateOwner } from './core/state-lock.ts';
+import { ChannelSupervisor, type ChannelSupervisorOptions } from './gateway/channel-supervisor.ts';
 import { Gateway } from './gateway/gateway.ts';
 import { Inbox } from './gateway/inbox.ts';
 import { mountAdminRoutes } from './http/admin-routes.ts';
 import { createHttpApp } from './http/app.ts';
 import { mountDashboard } from './http/dashboard.ts';
 import { mountOpenAIRoutes } from './http/openai-routes.ts';
+import { mountReadyRoute } from './http/ready-route.ts';
 import { mountStatusRoutes } from './http/status-routes.ts';
 import { createProviders } from './providers/registry.ts';
 import { PairingStore } from './routing/pairing.ts';
@@ -38,6 +41,12 @@ export interface StartOptions {
   listen?: boolean;
   /** Replace the configured channels (tests, `switchboard chat`). */
   adapters?: ChannelAdapter[];
+  /** Who takes the state folder's lock (default: a gateway when listening, else `switchboard chat`). */
+  owner?: Pick<StateOwner, 'role' | 'command'>;
+  /** How long to wait for the state lock held by a short CLI command (default 2 s). */
+  lockWaitMs?: number;
+  /** Channel retry timers, backoff and watch period (tests). */
+  supervision?: Pick<ChannelSupervisorOptions, 'timers' | 'backoff' | 'random' | 'watchMs'>;
 }
 
 /** A running gateway. */
@@ -56,6 +65,8 @@ export interface RunningGateway {
   startedAt: number;
   /** Token ledger, runtime totals, provider tracker, metrics. */
   accounting: Accounting;
+  /** Keeps the channels connected: state, attempts and last error of each. */
+  supervisor: ChannelSupervisor;
   /** What `GET /status` answers. */
   status(): Promise<StatusReport>;
   /** Stops intake, finishes or checkpoints running turns, flushes every write, closes everything. */
@@ -70,8 +81,22 @@ function chatCommands(runtime: AgentRuntime, config: ResolvedConfig): { command:
   return [...triggers, ...runtime.commands.list().map((c) => ({ command: c.name, description: c.description }))];
 }
 
-/** The one wiring point: config → store → runtime → channels → HTTP. */
+/**
+ * The one wiring point: state lock → config → store → runtime → channels → HTTP. Throws StateLockedError
+ * when another process owns the state folder.
+ */
 export async function startGateway(options: StartOptions): Promise<RunningGateway> {
+  const owner = options.owner ?? (options.listen === false ? { role: 'cli' as const, command: 'switchboard chat' } : { role: 'gateway' as const, command: 'switchboard start' });
+  const lock = await StateLock.acquire(options.config.stateDir, owner, { waitMs: options.lockWaitMs ?? 2000 });
+  try {
+    return await wire(options, lock);
+  } catch (error) {
+    await lock.release();
+    throw error;
+  }
+}
+
+async function wire(options: StartOptions, lock: StateLock): Promise<RunningGateway> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
   const startedAt = clock.now();
@@ -110,10 +135,31 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   await accounting.open();
   runtime.events.subscribe(accounting.observer);
   let server: ServerType | undefined;
+  // Messages accepted before the last stop are replayed once their channel is connected, so replies can go out.
+  const replayLater = new Map<string, typeof pending>();
+  for (const p of pending) {
+    const key = `${p.message.channel}:${p.message.accountId}`;
+    if (!adapters.some((a) => `${a.id}:${a.accountId}` === key)) continue;
+    replayLater.set(key, [...(replayLater.get(key) ?? []), p]);
+  }
+  const replayNow = pending.filter((p) => !replayLater.has(`${p.message.channel}:${p.message.accountId}`));
+  const replay = (list: typeof pending) => { if (list.length) logger.info({ count: gateway.replay(list) }, 'replayed messages accepted before the last stop'); };
+  const supervisor = new ChannelSupervisor({
+    adapters, sink: gateway.sink, logger, clock, ...options.supervision,
+    onConnected: async (adapter) => {
+      const key = `${adapter.id}:${adapter.accountId}`;
+      const waiting = replayLater.get(key);
+      replayLater.delete(key);
+      if (waiting) replay(waiting);
+      await adapter.registerCommands?.(chatCommands(runtime, config))
+        .catch((err: unknown) => logger.warn({ err, channel: adapter.id, accountId: adapter.accountId }, 'could not register chat commands'));
+    },
+  });
+  const channelReports = () => adapters.map((a, i) => ({ id: a.id, accountId: a.accountId, status: a.status, ...(a.statusDetail ? { detail: a.statusDetail } : {}), supervision: supervisor.health()[i] }));
   const status = () => buildStatusReport({
     version: VERSION, startedAt, now: () => clock.now(),
     channels: () => [
-      ...adapters.map((a) => ({ id: a.id, accountId: a.accountId, status: a.status, ...(a.statusDetail ? { detail: a.statusDetail } : {}) })),
+      ...channelReports(),
       { id: 'api', accountId: 'default', status: server ? 'running' as const : 'disabled' as const },
     ],
     activeSessions: () => sessions.size,
@@ -133,6 +179,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       mountAdminRoutes({ store, sessions, transcripts, resetSession: (key) => gateway.runOnLane(key, () => runtime.resetByKey(key, 'admin')),
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)) }),
       mountOpenAIRoutes({ config, sink: gateway.sink, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
+      mountReadyRoute({ pingStore: async () => { await store.get('agent:main:readyz'); }, channels: channelReports, isClosing: () => gateway.isClosing }),
       mountStatusRoutes({ accounting, status, sessionEntry: (key) => sessions.get(key) }),
       mountDashboard,
     ],
@@ -148,18 +195,13 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     });
     port = (server.address() as AddressInfo).port;
   }
+  const host = config.gateway.host.includes(':') ? `[${config.gateway.host}]` : config.gateway.host;
+  const url = port !== undefined ? `http://${host}:${port}` : undefined;
+  if (url) lock.update({ url, port });
 
-  await Promise.all(adapters.map(async (adapter) => {
-    try {
-      await adapter.start(gateway.sink);
-      logger.info({ channel: adapter.id, accountId: adapter.accountId }, 'channel started');
-      await adapter.registerCommands?.(chatCommands(runtime, config))
-        .catch((err: unknown) => logger.warn({ err, channel: adapter.id, accountId: adapter.accountId }, 'could not register chat commands'));
-    } catch (error) {
-      logger.error({ channel: adapter.id, accountId: adapter.accountId, code: (error as { code?: string }).code }, `channel ${adapter.id}/${adapter.accountId} did not start: ${(error as Error).message}`);
-    }
-  }));
-  if (pending.length) logger.info({ count: gateway.replay(pending) }, 'replayed messages accepted before the last stop');
+  // Channels connect in the background, retried with backoff; start-up never waits for a platform.
+  supervisor.start();
+  replay(replayNow);
 
   const retentionMs = config.session.resetArchiveRetentionDays * 86_400_000;
   const prune = () => transcripts.pruneArchives(new Date(clock.now()), retentionMs)
@@ -171,8 +213,6 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   // The tokenizer tables take ~0.4 s each to load: load them just after start-up rather than in the first turn.
   setTimeout(() => preloadTokenizers(config.agents.map((a) => a.model)), 250).unref();
 
-  const host = config.gateway.host.includes(':') ? `[${config.gateway.host}]` : config.gateway.host;
-  const url = port !== undefined ? `http://${host}:${port}` : undefined;
   const providerInfo = config.providers[config.agents[0]?.providerId ?? 'default'];
   logger.info({ url, stateDir: config.stateDir, provider: providerInfo?.kind, model: config.agents[0]?.model }, 'Switchboard is running');
 
@@ -181,7 +221,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     stopping ??= (async () => {
       logger.info('shutting down: no new messages; finishing running turns');
       await gateway.close(config.gateway.shutdownGraceMs);
-      await Promise.allSettled(adapters.map((a) => a.stop()));
+      await supervisor.stop();
       if (server) {
         const s = server;
         await new Promise<void>((resolve) => {
@@ -196,10 +236,11 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       await inbox.close();
       await pairing.close().catch(() => undefined);
       await store.close();
+      await lock.release();
       logger.info('stopped');
     })();
     return stopping;
   };
 
-  return { config, url, port, gateway, runtime, sessions, store, transcripts, adapters, logger, startedAt, accounting, status, stop };
+  return { config, url, port, gateway, runtime, sessions, store, transcripts, adapters, logger, startedAt, accounting, supervisor, status, stop };
 }

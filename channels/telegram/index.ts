@@ -83,7 +83,7 @@ class TelegramChannel implements ChannelAdapter {
       this.state = 'running';
       this.logger.info({ bot: `@${bot.botInfo.username}`, mode: account.mode }, 'Telegram bot connected');
     } catch (error) {
-      const failure = telegramStartError(error, account);
+      const failure = telegramStartError(error, account, this.options.startTimeoutMs ?? 30_000);
       this.state = 'failed';
       this.detail = failure.message;
       this.bot = undefined;

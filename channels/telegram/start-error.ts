@@ -21,7 +21,7 @@ export function withoutToken(text: string, token: string): string {
  * One clear line for a channel that could not start or stopped polling: what went wrong and what to do.
  * Never contains the token.
  */
-export function telegramStartError(error: unknown, account: TelegramAccountConfig): ChannelError {
+export function telegramStartError(error: unknown, account: TelegramAccountConfig, timeoutMs?: number): ChannelError {
   if (error instanceof ChannelError) return error;
   const setting = tokenSetting(account);
   const where = account.accountId === 'default' ? 'in .env' : 'in the config';
@@ -35,6 +35,10 @@ export function telegramStartError(error: unknown, account: TelegramAccountConfi
     }
     return new ChannelError('TELEGRAM_START_FAILED', `Telegram answered ${code} (${withoutToken(error.description, account.botToken)}) when checking ${setting}; check the token and TELEGRAM_API_ROOT.`);
   }
+  if (isTimeout(error)) {
+    const after = timeoutMs === undefined ? '' : ` after ${timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`}`;
+    return new ChannelError('TELEGRAM_UNREACHABLE', `The Telegram Bot API at ${apiRootOf(account)} timed out${after}: check the network, or TELEGRAM_API_ROOT if you set it.`);
+  }
   const reason = error instanceof Error ? withoutToken(error.name === 'HttpError' ? describeCause(error) : error.message, account.botToken) : 'unknown error';
   return new ChannelError('TELEGRAM_UNREACHABLE', `Could not reach the Telegram Bot API at ${apiRootOf(account)} (${reason}): check the network, or TELEGRAM_API_ROOT if you set it.`);
 }
@@ -44,4 +48,11 @@ function describeCause(error: Error): string {
   const code = (cause as { code?: string } | undefined)?.code;
   if (code) return code;
   return cause instanceof Error ? cause.message : error.message;
+}
+
+/** A request cut short by the start-up timeout (grammy reports the aborted fetch as an AbortError inside its HttpError). */
+function isTimeout(error: unknown): boolean {
+  const cause = (error as { error?: unknown } | undefined)?.error ?? error;
+  const name = (cause as { name?: unknown } | undefined)?.name;
+  return name === 'TimeoutError' || name === 'AbortError';
 }

@@ -8,6 +8,8 @@ export interface ChannelStatusReport {
   status: ChannelStatus;
   /** Why a channel failed. */
   detail?: string;
+  /** The supervisor's view: connecting, connected, retrying (with the next attempt's time) or gave-up. */
+  supervision?: { state: string; attempts: number; lastError?: string; nextRetryAt?: string; connectedAt?: string };
 }
 
 /** One configured provider in `GET /status`. */

@@ -70,6 +70,22 @@ export class ChannelError extends SwitchboardError {
   }
 }
 
+/** Another process owns the state folder (SPEC §13): one gateway per `stateDir`. */
+export class StateLockedError extends SwitchboardError {
+  readonly owner?: { pid: number; role: string; command: string; url?: string; port?: number };
+  constructor(stateDir: string, owner?: { pid: number; role: string; command: string; url?: string; port?: number }) {
+    const fix = `Stop it first${owner ? ` (kill ${owner.pid})` : ''}, or give this one its own state folder with SWITCHBOARD_STATE_DIR.`;
+    let message: string;
+    if (!owner) message = `Another process holds the lock of the state folder ${stateDir}. ${fix}`;
+    else if (owner.role === 'gateway') {
+      const where = owner.port !== undefined ? `port ${owner.port}${owner.url ? ` (${owner.url})` : ''}` : 'still starting';
+      message = `A Switchboard gateway already runs on the state folder ${stateDir}: pid ${owner.pid}, ${where}. ${fix}`;
+    } else message = `"${owner.command}" (pid ${owner.pid}) is using the state folder ${stateDir} without a gateway. ${fix}`;
+    super('STATE_LOCKED', message, { status: 409 });
+    this.owner = owner;
+  }
+}
+
 /** The gateway is shutting down and takes no new work (HTTP 503). */
 export class ShuttingDownError extends SwitchboardError {
   constructor() {

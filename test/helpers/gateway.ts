@@ -31,5 +31,8 @@ export async function startTestGateway(options: {
   logger?: Logger;
 }): Promise<RunningGateway> {
   const config = testConfig(options.dir, options.config, options.env);
-  return startGateway({ config, clock: options.clock, logger: options.logger ?? silentLogger(), adapters: options.adapters });
+  const gw = await startGateway({ config, clock: options.clock, logger: options.logger ?? silentLogger(), adapters: options.adapters });
+  // Channels connect in the background; tests start from the outcome of each channel's first attempt.
+  await gw.supervisor.firstAttempts();
+  return gw;
 }

@@ -1,0 +1,64 @@
+import type { ChannelStatusReport } from '../accounting/status-report.ts';
+import type { HttpApp } from './app.ts';
+
+/** One reason the gateway is not ready. */
+export interface NotReadyPart {
+  part: 'store' | 'channel' | 'gateway';
+  /** `telegram/default` for a channel. */
+  name: string;
+  error: string;
+  /** Channels: the adapter status and the supervisor's state (connecting, retrying, gave-up). */
+  status?: string;
+  state?: string;
+  nextRetryAt?: string;
+}
+
+/** What `GET /readyz` checks. */
+export interface ReadinessSources {
+  /** Resolves when the session store answers a read. */
+  pingStore(): Promise<void>;
+  /** Every enabled channel account. */
+  channels(): ChannelStatusReport[];
+  isClosing(): boolean;
+  /** Longest wait for the store (default 2 s). */
+  storeTimeoutMs?: number;
+}
+
+/** The readiness report (SPEC §7): ready when the store is reachable and every enabled channel is connected. */
+export async function readiness(sources: ReadinessSources): Promise<{ ready: boolean; failing: NotReadyPart[] }> {
+  const failing: NotReadyPart[] = [];
+  if (sources.isClosing()) failing.push({ part: 'gateway', name: 'gateway', error: 'shutting down' });
+  const ms = sources.storeTimeoutMs ?? 2000;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      sources.pingStore(),
+      new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms (timed out)`)), ms); }),
+    ]);
+  } catch (error) {
+    failing.push({ part: 'store', name: 'store', error: (error as Error).message.split('\n')[0]! });
+  } finally {
+    clearTimeout(timer);
+  }
+  for (const c of sources.channels()) {
+    if (c.status === 'running' || c.status === 'disabled') continue;
+    const s = c.supervision;
+    failing.push({
+      part: 'channel', name: `${c.id}/${c.accountId}`, status: c.status,
+      error: s?.lastError ?? c.detail ?? (c.status === 'starting' ? 'connecting' : c.status),
+      ...(s ? { state: s.state } : {}), ...(s?.nextRetryAt ? { nextRetryAt: s.nextRetryAt } : {}),
+    });
+  }
+  return { ready: failing.length === 0, failing };
+}
+
+/** `GET /readyz`: 200 `{ ready: true }`, or 503 `{ ready: false, failing: [...] }`. `/healthz` stays liveness only. */
+export function mountReadyRoute(sources: ReadinessSources): (app: HttpApp) => void {
+  return (app) => {
+    app.get('/readyz', async (c) => {
+      const report = await readiness(sources);
+      c.header('cache-control', 'no-store');
+      return report.ready ? c.json({ ready: true }) : c.json({ ready: false, failing: report.failing }, 503);
+    });
+  };
+}
