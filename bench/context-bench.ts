@@ -10,7 +10,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
-import { AgentRuntime, type ToolExecutor } from '../src/agent/runtime.ts';
+import { z } from 'zod';
+import { AgentRuntime } from '../src/agent/runtime.ts';
+import { ToolRegistry } from '../src/tools/registry.ts';
+import { defineTool } from '../src/tools/tool.ts';
 import { loadConfig } from '../src/config/load.ts';
 import { ManualClock } from '../src/core/clock.ts';
 import { silentLogger } from '../src/core/logger.ts';
@@ -263,7 +266,7 @@ async function runSession(variant: Variant, turns: number): Promise<Record<strin
         agents: { defaults: {
           workspace: path.join(dir, 'workspace'),
           compaction: { enabled: variant.compaction, reserveTokens: 8000, keepRecentTokens: 8000, memoryFlush: true },
-          contextPruning: { mode: variant.pruning ? 'cache-ttl' : 'off', ttl: '5m', keepLastAssistants: 3 },
+          contextPruning: { mode: variant.pruning ? 'cache-ttl' : 'off', ttl: '5m', keepLastAssistants: 3 }, tools: { preset: 'full' },
         } },
         session: { reset: { mode: 'off', timezone: 'UTC' } },
       },
@@ -273,10 +276,11 @@ async function runSession(variant: Variant, turns: number): Promise<Record<strin
     const transcripts = new JsonlTranscriptStore({ dir: path.join(config.stateDir, 'sessions'), logger });
     const sessions = new SessionManager({ store: new MemoryStore(), transcripts, clock, logger, maxActiveSessions: 10, expiresAt: () => Number.POSITIVE_INFINITY });
     const rand = prng(42);
-    const tools: ToolExecutor = {
-      schemas: () => [{ name: 'read_log', description: 'reads the last lines of a service log', parameters: { type: 'object', properties: { service: { type: 'string' }, lines: { type: 'number' } }, required: ['service'] } }],
-      execute: async (_name, args) => logOutput(args, rand),
-    };
+    const tools = new ToolRegistry({ timeoutMs: 60_000, maxResultChars: 1_000_000 });
+    tools.register(defineTool({
+      name: 'read_log', group: 'bench', description: 'reads the last lines of a service log',
+      schema: z.object({ service: z.string(), lines: z.number().optional() }), run: async (args) => logOutput(JSON.stringify(args), rand),
+    }));
     const runtime = new AgentRuntime({ config, sessions, transcripts, providers: createProviders(config), clock, logger, tools });
     const calls: { kind: Kind; input: number }[] = [];
     runtime.events.subscribe({ onLlmCall: (e) => { if (!e.error) calls.push({ kind: e.kind, input: e.usage.inputTokens }); } });

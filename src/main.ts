@@ -18,6 +18,11 @@ import { ChannelSupervisor, type ChannelSupervisorOptions } from './gateway/chan
 import { Gateway } from './gateway/gateway.ts';
 import { Inbox } from './gateway/inbox.ts';
 import { mountAdminRoutes } from './http/admin-routes.ts';
+import { mountRunRoutes } from './http/run-routes.ts';
+import { resumeInterruptedRuns } from './gateway/resume.ts';
+import { createToolRegistry } from './tools/index.ts';
+import type { TimeoutHandle } from './tools/registry.ts';
+import { allSessions } from './sessions/scan.ts';
 import { createHttpApp } from './http/app.ts';
 import { mountDashboard } from './http/dashboard.ts';
 import { mountOpenAIRoutes } from './http/openai-routes.ts';
@@ -41,6 +46,8 @@ export interface StartOptions {
   listen?: boolean;
   /** Replace the configured channels (tests, `switchboard chat`). */
   adapters?: ChannelAdapter[];
+  /** The timer of tool calls and `sessions_yield` waits (tests fire it themselves). */
+  toolTimeout?: (ms: number) => TimeoutHandle;
   /** Who takes the state folder's lock (default: a gateway when listening, else `switchboard chat`). */
   owner?: Pick<StateOwner, 'role' | 'command'>;
   /** How long to wait for the state lock held by a short CLI command (default 2 s). */
@@ -114,11 +121,16 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     expiresAt: (entry) => expiresAt(runtime.resetPolicyOf(entry), entry.updatedAt),
   });
   const providers = createProviders(config);
-  runtime = new AgentRuntime({ config, sessions, transcripts, providers, clock, logger });
+  let gateway!: Gateway;
+  const tools = createToolRegistry({
+    config, sessions, reader: { get: (key) => sessions.get(key), all: () => allSessions(store, sessions) },
+    sink: () => gateway.sink, history: (entry) => transcripts.read(entry.sessionId), timeout: options.toolTimeout,
+  });
+  runtime = new AgentRuntime({ config, sessions, transcripts, providers, clock, logger, tools });
   const inbox = new Inbox({ file: path.join(config.stateDir, 'inbox.jsonl'), clock, logger });
   const pending = inbox.open();
   const pairing = new PairingStore({ uri: config.store, clock });
-  const gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing });
+  gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing });
   const adapters = options.adapters ?? await createChannelAdapters(config, { clock, logger, stateDir: config.stateDir });
   for (const adapter of adapters) gateway.addAdapter(adapter);
 
@@ -180,6 +192,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)) }),
       mountOpenAIRoutes({ config, sink: gateway.sink, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
       mountReadyRoute({ pingStore: async () => { await store.get('agent:main:readyz'); }, channels: channelReports, isClosing: () => gateway.isClosing }),
+      mountRunRoutes({ runs: () => allSessions(store, sessions), lanes: gateway.lanes, stop: (key) => runtime.stopByKey(key) }),
       mountStatusRoutes({ accounting, status, sessionEntry: (key) => sessions.get(key) }),
       mountDashboard,
     ],
@@ -202,6 +215,9 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   // Channels connect in the background, retried with backoff; start-up never waits for a platform.
   supervisor.start();
   replay(replayNow);
+  if (config.backgroundExecution.enabled && config.backgroundExecution.autoResumeOnStartup) {
+    void resumeInterruptedRuns(gateway, allSessions(store, sessions), logger);
+  }
 
   const retentionMs = config.session.resetArchiveRetentionDays * 86_400_000;
   const prune = () => transcripts.pruneArchives(new Date(clock.now()), retentionMs)

@@ -60,6 +60,7 @@ export class Accounting {
     onLlmCall: (event) => this.onLlmCall(event),
     onTurnEnd: (event) => this.metrics.turnEnd(event),
     onToolCall: (event) => this.metrics.toolCall(event),
+    onBatchEnd: (event) => this.metrics.batchEnd(event),
   };
 
   /** Writes every queued ledger record (shutdown). */

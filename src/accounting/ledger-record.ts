@@ -23,6 +23,8 @@ export interface LedgerRecord {
   kind: LlmCallKind;
   /** ISO 8601, UTC. */
   timestamp: string;
+  /** Present on the records of a spawned or messaged session's turns: the correlation id of the turn that started them. */
+  parentCorrelationId?: string;
 }
 
 /** The ledger record of a finished LLM call. */
@@ -46,6 +48,7 @@ export function ledgerRecordOf(event: LlmCallEvent): LedgerRecord {
     isEstimated: event.isEstimated,
     kind: event.kind,
     timestamp: new Date(event.at).toISOString(),
+    ...(event.parentCorrelationId ? { parentCorrelationId: event.parentCorrelationId } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { LlmCallEvent, ToolCallEvent, TurnEndEvent } from '../agent/turn-events.ts';
+import type { LlmCallEvent, ToolCallEvent, BatchEndEvent, TurnEndEvent } from '../agent/turn-events.ts';
 import type { LedgerRecord } from './ledger-record.ts';
 
 /** Live figures the metrics read when scraped. */
@@ -33,7 +33,8 @@ export class GatewayMetrics {
   private readonly llmRetries: Counter<'provider' | 'model'>;
   private readonly llmDuration: Histogram<'provider' | 'model'>;
   private readonly tokens: Counter<'type' | 'provider' | 'model' | 'kind' | 'channel'>;
-  private readonly toolCalls: Counter<'tool' | 'ok'>;
+  private readonly toolCalls: Counter<'tool' | 'outcome'>;
+  private readonly batches: Counter<'outcome'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -55,7 +56,8 @@ export class GatewayMetrics {
       help: 'Tokens of LLM calls by type (input, output, cache_read, cache_write), provider, model, call kind and channel. Sums to the token ledger.',
       labelNames: ['type', 'provider', 'model', 'kind', 'channel'], registers,
     });
-    this.toolCalls = new Counter({ name: 'switchboard_tool_calls_total', help: 'Tool calls, by tool and success.', labelNames: ['tool', 'ok'], registers });
+    this.toolCalls = new Counter({ name: 'switchboard_tool_calls_total', help: 'Tool calls, by tool and outcome (ok, error, invalid_arguments, timeout, unknown_tool, not_enabled, interrupted).', labelNames: ['tool', 'outcome'], registers });
+    this.batches = new Counter({ name: 'switchboard_background_batches_total', help: 'Background batches of goal runs, by outcome (completed, continuing, budget-limited, stopped, failed).', labelNames: ['outcome'], registers });
     new Gauge({ name: 'switchboard_active_sessions', help: 'Sessions in the active cache (memory).', registers, collect() { this.set(sources.activeSessions()); } });
     new Counter({
       name: 'switchboard_session_evictions_total', help: 'Sessions evicted from memory (nothing persisted is deleted).', registers,
@@ -95,7 +97,11 @@ export class GatewayMetrics {
   }
 
   toolCall(event: ToolCallEvent): void {
-    this.toolCalls.inc({ tool: event.name, ok: String(event.ok) });
+    this.toolCalls.inc({ tool: event.name, outcome: event.outcome });
+  }
+
+  batchEnd(event: BatchEndEvent): void {
+    if (event.background) this.batches.inc({ outcome: event.outcome });
   }
 
   /** The Prometheus text exposition. */

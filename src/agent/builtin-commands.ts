@@ -1,7 +1,9 @@
-import { isValidTimeZone } from '../config/schema.ts';
-import { totalTokens } from '../sessions/entry.ts';
+import { isValidTimeZone, TOOL_PRESETS } from '../config/schema.ts';
+import { targetOf } from '../core/message.ts';
+import { totalTokens, type SessionEntry } from '../sessions/entry.ts';
 import type { ChatCommand, CommandRegistry } from './commands.ts';
 import { hostZone } from './reset-text.ts';
+import { pauseGoalRun } from './runs.ts';
 
 const n = (value: number) => value.toLocaleString('en-US');
 
@@ -28,6 +30,8 @@ export function registerBuiltinCommands(registry: CommandRegistry): void {
           `• messages: ${e.messageCount} since ${new Date(e.sessionStartedAt).toISOString().slice(0, 16).replace('T', ' ')} UTC`,
           `• reset: ${services.describeReset(e)}`,
           `• turn: ${running ? 'running' : 'idle'}${queued ? `, ${queued} queued` : ''}`,
+          `• run: ${runLine(e, services.config.backgroundExecution.maxBatchesPerGoal)}`,
+          `• tools: ${toolsLine(services.toolsOf(e))}`,
         ].join('\n');
       },
     },
@@ -53,7 +57,14 @@ export function registerBuiltinCommands(registry: CommandRegistry): void {
       async run({ session, services }) {
         const queued = services.queueDepth(session.key);
         const tail = queued ? ` ${queued} queued message${queued === 1 ? '' : 's'} will still be answered.` : '';
-        return services.stopTurn(session.key) ? `Stopped.${tail}` : `Nothing is running.${tail}`;
+        const stopped = services.stopTurn(session.key);
+        const e = session.entry;
+        // A background run waiting for its next batch is paused too; "continue" resumes it.
+        if (pauseGoalRun(e)) {
+          await services.save(e);
+          return `Paused the work on the goal (${e.goal}). Say "continue" to resume it, or /goal off to drop it.${tail}`;
+        }
+        return stopped ? `Stopped.${tail}` : `Nothing is running.${tail}`;
       },
     },
     {
@@ -84,14 +95,43 @@ export function registerBuiltinCommands(registry: CommandRegistry): void {
     },
     {
       name: 'goal',
-      description: 'set a standing goal for this conversation',
+      description: 'set a standing goal; with background execution on, work on it goes on beyond one batch',
       usage: '/goal <text> | off',
+      async run({ session, args, message, services }) {
+        const e = session.entry;
+        if (!args) return e.goal ? `Goal: ${e.goal} (run: ${runLine(e, services.config.backgroundExecution.maxBatchesPerGoal)})` : 'No goal set. Set one with /goal <text>.';
+        if (args.toLowerCase() === 'off') {
+          const had = e.goal;
+          e.goal = undefined;
+          e.goalTarget = undefined;
+          if (e.runState !== 'running') e.runState = 'idle';
+          await services.save(e);
+          return had ? `Goal cleared (${had}); background work on it ends.` : 'No goal was set.';
+        }
+        e.goal = args;
+        e.goalTarget = targetOf(message);
+        await services.save(e);
+        const background = services.config.backgroundExecution.enabled
+          ? 'Work on it goes on in the background when it needs more than one batch of steps; /stop pauses it.'
+          : 'Background execution is off (backgroundExecution.enabled), so long work stops after each batch until you say "continue".';
+        return `Goal set: ${e.goal}\n${background}`;
+      },
+    },
+    {
+      name: 'tools',
+      description: 'show or set the tool preset of this session',
+      usage: `/tools [${TOOL_PRESETS.join('|')}|default]`,
       async run({ session, args, services }) {
         const e = session.entry;
-        if (!args) return e.overrides.goal ? `Goal: ${e.overrides.goal}` : 'No goal set. Set one with /goal <text>.';
-        e.overrides = { ...e.overrides, goal: args.toLowerCase() === 'off' ? undefined : args };
-        await services.save(e);
-        return e.overrides.goal ? `Goal set: ${e.overrides.goal}` : 'Goal cleared.';
+        const wanted = args.toLowerCase();
+        if (wanted) {
+          if (wanted === 'default') e.overrides = { ...e.overrides, toolPreset: undefined };
+          else if ((TOOL_PRESETS as readonly string[]).includes(wanted)) e.overrides = { ...e.overrides, toolPreset: wanted };
+          else return `"${args}" is not a tool preset. Presets: ${TOOL_PRESETS.join(', ')} (or default).`;
+          await services.save(e);
+        }
+        const tools = services.toolsOf(e);
+        return `${wanted ? 'Tool preset set. ' : ''}Tools: ${toolsLine(tools)}${tools.names.length ? `\n${tools.names.join(', ')}` : ''}\nChange with /tools ${TOOL_PRESETS.join('|')}|default.`;
       },
     },
   ];
@@ -105,6 +145,18 @@ export function registerBuiltinCommands(registry: CommandRegistry): void {
       return ['**Commands**', ...triggers, ...lines].join('\n');
     },
   });
+}
+
+/** `running · goal: … · batch 2/10`, for /status and /goal. */
+function runLine(e: SessionEntry, maxBatches: number): string {
+  const parts: string[] = [e.runState];
+  if (e.goal) parts.push(`goal: ${e.goal}`);
+  if (e.checkpoint && e.runState !== 'idle') parts.push(`batch ${e.checkpoint.batch}/${maxBatches}, step ${e.checkpoint.iteration}`);
+  return parts.join(' · ');
+}
+
+function toolsLine(t: { preset: string; names: string[]; tokens: number }): string {
+  return `preset ${t.preset} · ${t.names.length} tool${t.names.length === 1 ? '' : 's'} · ~${n(t.tokens)} schema tokens per request`;
 }
 
 /**

@@ -49,6 +49,8 @@ export interface CommandServices {
   isRunning(key: string): boolean;
   /** The reset policy text of a session, for /status. */
   describeReset(entry: SessionEntry): string;
+  /** The session's tool preset, the tools it enables and what their schemas cost per request. */
+  toolsOf(entry: SessionEntry): { preset: string; names: string[]; tokens: number };
 }
 
 /** Everything a command handler gets. */

@@ -8,11 +8,12 @@ import type { InboundMessage } from '../core/message.ts';
 import type { ChatMessage, Provider, ProviderResponse, ToolSchema } from '../providers/types.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
 import type { ActiveSession } from '../sessions/manager.ts';
-import type { TranscriptCompaction, TranscriptEntry } from '../sessions/transcript.ts';
+import type { ToolCall, TranscriptCompaction, TranscriptEntry } from '../sessions/transcript.ts';
+import type { ToolOutcome } from '../tools/tool.ts';
 import { BootstrapLoader, type BootstrapFile, type BootstrapLimits } from './bootstrap.ts';
 import { CompactionError, ContextOverflowError, planCompaction, summarizeHistory, SUMMARY_SYSTEM_PROMPT } from './compaction.ts';
 import { activeHistory, buildContext, messageTokensOf, type BuiltContext } from './context.ts';
-import { appendMemoryNotes, flushNotes, memoryFileOf, memoryFlushPrompt } from './memory-flush.ts';
+import { MAX_FLUSH_ROUNDS, memoryFileOf, memoryFlushPrompt } from './memory-flush.ts';
 import { Pruner, type PruneStats } from './pruning.ts';
 import { calibrationKey, isPlausible, TokenCalibration } from './token-calibration.ts';
 import { chatMessageTokens, countRequestTokens, countTokens } from './tokens.ts';
@@ -39,6 +40,11 @@ export interface ContextEngineDeps {
   toolSchemas(entry: SessionEntry): ToolSchema[];
   /** The session's IANA time zone (memory file dates, local time in the runtime line). */
   timezoneOf(entry: SessionEntry): string;
+  /** `memory_write`, the one tool of the silent memory flush; without it there is no flush. */
+  memoryFlushTool?: {
+    schema: ToolSchema;
+    run(call: ToolCall, session: ActiveSession, scope: CallScope): Promise<ToolOutcome>;
+  };
 }
 
 /** Who pays for a call and where its text may go. */
@@ -250,26 +256,28 @@ export class ContextEngine {
   /** One silent turn that lets the agent write durable notes before a compaction; once per compaction. */
   private async flushMemory(session: ActiveSession, scope: CallScope, assembled: AssembledContext): Promise<void> {
     const entry = session.entry;
-    if (!this.settings.compaction.memoryFlush || scope.ephemeral) return;
+    const tool = this.deps.memoryFlushTool;
+    if (!this.settings.compaction.memoryFlush || scope.ephemeral || !tool) return;
     if (this.flushedAt.get(entry.sessionId) === entry.compactionCount) return;
     this.flushedAt.delete(entry.sessionId);
     this.flushedAt.set(entry.sessionId, entry.compactionCount);
     if (this.flushedAt.size > 10_000) this.flushedAt.delete(this.flushedAt.keys().next().value as string);
-    const now = this.deps.clock.now();
-    const timeZone = this.deps.timezoneOf(entry);
-    const prompt: ChatMessage = { role: 'user', content: memoryFlushPrompt(memoryFileOf(now, timeZone)) };
-    const base = assembled.context;
-    const promptTokens = chatMessageTokens(prompt, assembled.model);
-    const context: BuiltContext = {
-      ...base, messages: [...base.messages, prompt], messageTokens: [...base.messageTokens, promptTokens],
-      components: { ...base.components, system: base.components.system + promptTokens }, tokens: base.tokens + promptTokens,
-    };
+    const prompt = memoryFlushPrompt(memoryFileOf(this.deps.clock.now(), this.deps.timezoneOf(entry)));
+    let context = withFlushPrompt(assembled.context, prompt, assembled.model);
+    let written = 0;
     try {
-      const response = await this.callCounted(session, assembled, context, 'memory-flush', scope, []);
-      const notes = flushNotes(response.content);
-      if (!notes) return;
-      const file = await appendMemoryNotes(this.deps.agentFor(entry.agentId).workspace, notes, { now, timeZone, sessionKey: session.key });
-      scope.logger.info({ file, chars: notes.length }, 'memory flush wrote notes');
+      for (let round = 0; round < MAX_FLUSH_ROUNDS; round++) {
+        const response = await this.callCounted(session, assembled, context, 'memory-flush', scope, [tool.schema]);
+        if (!response.toolCalls.length) break;
+        const added: ChatMessage[] = [{ role: 'assistant', content: response.content, toolCalls: response.toolCalls }];
+        for (const call of response.toolCalls) {
+          const outcome = await tool.run(call, session, scope);
+          if (outcome.outcome === 'ok') written++;
+          added.push({ role: 'tool', content: outcome.content, toolCallId: call.id });
+        }
+        context = extendContext(context, added, assembled.model);
+      }
+      if (written) scope.logger.info({ notes: written }, 'memory flush wrote notes');
     } catch (error) {
       if (isAbortError(error) || scope.signal.aborted) throw error;
       scope.logger.warn({ err: error }, 'memory flush failed; compacting anyway');
@@ -306,6 +314,32 @@ export function adHocContext(messages: ChatMessage[], model: string, component: 
   const components: InputComponents = { system: 0, bootstrap: 0, tools: 0, history: 0, toolResults: 0, userInput: 0 };
   components[component] = tokens;
   return { messages, components, tokens, messageTokens, toolTokens: [], kept: [] };
+}
+
+/**
+ * The flush request: the conversation plus the flush instruction. When the conversation ends with a user
+ * message the instruction joins it, so the request never has two user messages in a row.
+ */
+export function withFlushPrompt(base: BuiltContext, prompt: string, model: string): BuiltContext {
+  const last = base.messages.at(-1);
+  if (last?.role !== 'user') return extendContext(base, [{ role: 'user', content: prompt }], model, 'system');
+  const merged: ChatMessage = { ...last, content: `${last.content}\n\n${prompt}` };
+  const mergedTokens = chatMessageTokens(merged, model);
+  const added = mergedTokens - (base.messageTokens.at(-1) ?? 0);
+  return {
+    ...base, messages: [...base.messages.slice(0, -1), merged], messageTokens: [...base.messageTokens.slice(0, -1), mergedTokens],
+    components: { ...base.components, system: base.components.system + added }, tokens: base.tokens + added,
+  };
+}
+
+/** A context with messages appended (the flush's own tool rounds), counted into one component. */
+export function extendContext(base: BuiltContext, messages: ChatMessage[], model: string, component: keyof InputComponents = 'toolResults'): BuiltContext {
+  const tokens = messages.map((m) => chatMessageTokens(m, model));
+  const sum = tokens.reduce((a, b) => a + b, 0);
+  return {
+    ...base, messages: [...base.messages, ...messages], messageTokens: [...base.messageTokens, ...tokens],
+    components: { ...base.components, [component]: base.components[component] + sum }, tokens: base.tokens + sum,
+  };
 }
 
 /** True for a provider error that says the request is longer than the model's window. */

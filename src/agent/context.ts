@@ -67,10 +67,10 @@ export function buildContext(input: ContextInput): BuiltContext {
   const { model } = input;
   const identity = identityText(input);
   const toolsText = input.tools.length
-    ? `## Tools\nYou can call these tools: ${input.tools.map((t) => `${t.name} (${t.description})`).join('; ')}.`
+    ? `## Tools\nYou can call these tools (their descriptions and parameters come with the request): ${input.tools.map((t) => t.name).join(', ')}.`
     : 'You have no tools in this session.';
   const bootstrapText = input.bootstrap?.length ? renderBootstrap(input.bootstrap, input.bootstrapLimits ?? { maxChars: 0, totalMaxChars: 0 }) : '';
-  const goal = input.entry.overrides.goal ? `Standing goal of this conversation: ${input.entry.overrides.goal}` : '';
+  const goal = input.entry.goal ? `Standing goal of this conversation: ${input.entry.goal}` : '';
   const system = [identity, toolsText, bootstrapText, sessionFacts(input), goal].filter(Boolean).join('\n\n');
 
   const components: InputComponents = { system: 0, bootstrap: 0, tools: 0, history: 0, toolResults: 0, userInput: 0 };

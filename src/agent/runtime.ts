@@ -11,16 +11,19 @@ import type { Provider, ProviderResponse, ToolSchema } from '../providers/types.
 import { emptyTokens, type SessionEntry } from '../sessions/entry.ts';
 import type { ActiveSession, SessionInit, SessionManager } from '../sessions/manager.ts';
 import { evaluateReset, resolveResetPolicy, type ResetPolicy, type ResetReason } from '../sessions/reset.ts';
-import type { TranscriptEntry, TranscriptMessage, TranscriptStore } from '../sessions/transcript.ts';
+import type { TranscriptEntry, TranscriptStore } from '../sessions/transcript.ts';
+import type { ToolPolicy } from '../config/schema.ts';
+import { ToolRegistry } from '../tools/registry.ts';
+import { BatchRunner } from './batch-runner.ts';
 import { registerBuiltinCommands } from './builtin-commands.ts';
 import { describeResetPolicy, hostZone, resetNotice } from './reset-text.ts';
-import { userContent } from './user-content.ts';
 import { CommandRegistry, matchResetTrigger, type CommandServices } from './commands.ts';
 import type { BuiltContext } from './context.ts';
 import { registerContextCommands } from './context-commands.ts';
-import { ContextEngine, syntheticMessage, type CompactionOutcome } from './context-engine.ts';
-import { ContextOverflowError } from './compaction.ts';
-import { countTokens } from './tokens.ts';
+import { ContextEngine, syntheticMessage, type CompactionOutcome, type ContextEngineDeps } from './context-engine.ts';
+import { MEMORY_WRITE } from './memory-flush.ts';
+import { isBackgroundKind, pauseGoalRun } from './runs.ts';
+import { countTokens, toolSchemaTokens } from './tokens.ts';
 import { addUsage, TurnEvents, zeroUsage, type LlmCallKind, type TurnScope } from './turn-events.ts';
 
 /** A message kept from a group chat without a run, given to the next run as context. */
@@ -39,6 +42,12 @@ export interface TurnInput {
   onDelta?: (text: string) => void;
   groupContext?: GroupContextItem[];
   logger?: Logger;
+  /** The caller that may go away (an HTTP client); it stops the turn unless the session runs toward a goal in the background. */
+  clientSignal?: AbortSignal;
+  /** Gives the lane's concurrency slot back while `work` waits on another session (sessions_yield). */
+  lendSlot?: <T>(work: () => Promise<T>) => Promise<T>;
+  /** The message is replayed after a crash or stop: what the transcript already holds is not written or run again. */
+  replayed?: boolean;
 }
 
 /** What the runtime needs from the gateway about lanes (for /stop and /status). */
@@ -46,12 +55,6 @@ export interface LaneControl {
   stop(key: string): boolean;
   depth(key: string): number;
   isRunning(key: string): boolean;
-}
-
-/** Runs tools the model asks for. The registry is empty until tools land. */
-export interface ToolExecutor {
-  schemas(entry: SessionEntry): ToolSchema[];
-  execute(name: string, args: string, context: { session: ActiveSession; signal: AbortSignal }): Promise<string>;
 }
 
 /** Options of {@link AgentRuntime}. */
@@ -63,13 +66,9 @@ export interface RuntimeOptions {
   clock: Clock;
   logger: Logger;
   events?: TurnEvents;
-  tools?: ToolExecutor;
+  /** The tools sessions may call; none when absent. */
+  tools?: ToolRegistry;
 }
-
-const NO_TOOLS: ToolExecutor = {
-  schemas: () => [],
-  execute: async (name) => `Unknown tool "${name}".`,
-};
 
 /**
  * The shared agent runtime: admit the session → reset check → chat command or LLM turn (system prompt +
@@ -81,20 +80,30 @@ export class AgentRuntime {
   /** Prompt assembly, token calibration, compaction, memory flush and pruning (SPEC §5). */
   readonly contextEngine: ContextEngine;
   private readonly options: RuntimeOptions;
-  private readonly tools: ToolExecutor;
+  /** The tools sessions may call (built-in, MCP). */
+  readonly tools: ToolRegistry;
+  private readonly batches: BatchRunner;
   private lanes: LaneControl = { stop: () => false, depth: () => 0, isRunning: () => false };
   private readonly ephemeralHistories = new WeakMap<ActiveSession, TranscriptEntry[]>();
 
   constructor(options: RuntimeOptions) {
     this.options = options;
     this.events = options.events ?? new TurnEvents(options.logger);
-    this.tools = options.tools ?? NO_TOOLS;
+    this.tools = options.tools ?? new ToolRegistry({ timeoutMs: options.config.tools.timeoutSeconds * 1000, maxResultChars: options.config.tools.maxResultChars });
     registerBuiltinCommands(this.commands);
+    const timezoneOf = (e: SessionEntry) => this.resetPolicyOf(e).timezone ?? hostZone();
     this.contextEngine = new ContextEngine({
       config: options.config, clock: options.clock, logger: options.logger,
       historyOf: (s) => this.historyOf(s), appendEntries: (s, e) => this.appendEntries(s, e),
       callProvider: (...args) => this.callProvider(...args), modelOf: (e) => this.modelOf(e), agentFor: (id) => this.agentFor(id),
-      toolSchemas: (e) => this.tools.schemas(e), timezoneOf: (e) => this.resetPolicyOf(e).timezone ?? hostZone(),
+      toolSchemas: (e) => this.toolSchemas(e), timezoneOf,
+      memoryFlushTool: this.memoryFlushTool(timezoneOf),
+    });
+    this.batches = new BatchRunner({
+      config: options.config, clock: options.clock, events: this.events, contextEngine: this.contextEngine, registry: this.tools,
+      historyOf: (s) => this.historyOf(s), appendEntries: (s, e) => this.appendEntries(s, e),
+      persist: (entry, logger) => this.persist(entry, logger), toolSchemas: (e, ephemeral) => this.toolSchemas(e, ephemeral),
+      workspaceOf: (e) => this.agentFor(e.agentId).workspace, timezoneOf,
     });
     registerContextCommands(this.commands, this.contextEngine, options.logger);
   }
@@ -126,6 +135,18 @@ export class AgentRuntime {
     });
   }
 
+  /** The tool policy of a session: its `/tools` preset over its agent's policy. */
+  toolPolicyOf(entry: SessionEntry): ToolPolicy {
+    const agent = this.agentFor(entry.agentId).tools;
+    const preset = entry.overrides.toolPreset as ToolPolicy['preset'] | undefined;
+    return preset && preset !== agent.preset ? { ...agent, preset } : agent;
+  }
+
+  /** The schemas a session's requests carry (one-off API sessions get none). */
+  toolSchemas(entry: SessionEntry, ephemeral?: boolean): ToolSchema[] {
+    return ephemeral ? [] : this.tools.schemasFor(this.toolPolicyOf(entry));
+  }
+
   /** Whether the message is a command answered ahead of the queue (`/stop`, `/status`). */
   isImmediate(text: string): boolean {
     return Boolean(this.commands.match(text)?.command.immediate);
@@ -137,29 +158,52 @@ export class AgentRuntime {
     const logger = input.logger ?? this.options.logger.child({ correlationId, sessionKey: input.sessionKey });
     const session = message.ephemeral ? this.ephemeralSession(this.initOf(message, input.sessionKey)) : await this.options.sessions.acquire(this.initOf(message, input.sessionKey));
     const started = this.options.clock.now();
-    const scope = (): TurnScope => ({ correlationId, sessionKey: session.key, sessionId: session.entry.sessionId, channel: message.channel, agentId: session.entry.agentId });
+    const parentCorrelationId = message.internal?.parentCorrelationId;
+    const scope = (): TurnScope => ({ correlationId, sessionKey: session.key, sessionId: session.entry.sessionId, channel: message.channel, agentId: session.entry.agentId, ...(parentCorrelationId ? { parentCorrelationId } : {}) });
     const usage = zeroUsage();
     const state = { estimated: false, model: undefined as string | undefined };
     let outcome: TurnResult['outcome'] = 'failed';
+    // A run toward a goal goes on when the client that started it goes away (a closed web page).
+    const detached = this.options.config.backgroundExecution.enabled && Boolean(session.entry.goal);
+    const signal = input.clientSignal && !detached ? AbortSignal.any([input.signal, input.clientSignal]) : input.signal;
+    const turnInput: TurnInput = { ...input, signal };
     this.events.emit('onTurnStart', { ...scope(), at: started });
     try {
-      const result = await this.turn(session, input, logger, usage, state);
+      const result = await this.turn(session, turnInput, logger, usage, state, scope);
       outcome = result.outcome;
       return { ...result, sessionKey: session.key, sessionId: session.entry.sessionId, correlationId, usage, usageEstimated: state.estimated, model: state.model };
     } catch (error) {
-      if (isAbortError(error) || input.signal.aborted) {
+      if (isAbortError(error) || signal.aborted) {
         outcome = 'stopped';
-        throw new TurnAbortedError(input.signal.reason instanceof Error ? input.signal.reason.message : 'stopped');
+        throw new TurnAbortedError(signal.reason instanceof Error ? signal.reason.message : 'stopped');
       }
       throw error;
     } finally {
-      if (session.entry.runState === 'running') {
-        session.entry.runState = outcome === 'failed' ? 'failed' : 'idle';
-        if (!message.ephemeral) await this.options.sessions.save(session.entry).catch((err: unknown) => logger.error({ err }, 'could not persist the session entry'));
-      }
+      await this.settleRunState(session, message, signal, outcome, logger, scope);
       if (!message.ephemeral) this.options.sessions.release(session);
       this.events.emit('onTurnEnd', { ...scope(), outcome, usage, durationMs: this.options.clock.now() - started, at: this.options.clock.now() });
     }
+  }
+
+  /** A turn that ended without finishing its batch: stopped (a goal run pauses), failed, or cut by shutdown (kept for recovery). */
+  private async settleRunState(session: ActiveSession, message: InboundMessage, signal: AbortSignal, outcome: TurnResult['outcome'], logger: Logger, scope: () => TurnScope): Promise<void> {
+    const entry = session.entry;
+    if (entry.runState !== 'running') return;
+    const shutdown = signal.aborted && signal.reason instanceof Error && signal.reason.message === 'shutdown';
+    if (shutdown) {
+      // Left `running` with its checkpoint: the next start resumes it (or replays its message).
+      logger.info({ checkpoint: entry.checkpoint }, 'turn cut short by shutdown; its checkpoint is kept for the next start');
+    } else if (outcome === 'stopped') {
+      entry.runState = entry.goal ? 'paused' : 'idle';
+    } else if (outcome === 'failed') {
+      entry.runState = 'failed';
+    } else {
+      entry.runState = 'idle';
+    }
+    if (outcome === 'stopped' || outcome === 'failed') {
+      this.events.emit('onBatchEnd', { ...scope(), background: isBackgroundKind(message.internal?.kind), outcome: outcome === 'stopped' ? 'stopped' : 'failed', batch: entry.checkpoint?.batch ?? 1, iterations: entry.checkpoint?.iteration ?? 0, at: this.options.clock.now() });
+    }
+    if (!message.ephemeral) await this.persist(entry, logger);
   }
 
   /** Answers `/stop` or `/status` at once, outside the session's lane. */
@@ -189,6 +233,20 @@ export class AgentRuntime {
     }
   }
 
+  /** `/stop` for a stored key (admin API): aborts its running turn and pauses its goal run. Undefined when the key is unknown. */
+  async stopByKey(key: string): Promise<{ entry: SessionEntry; stopped: boolean } | undefined> {
+    const stored = await this.options.sessions.get(key);
+    if (!stored) return undefined;
+    const stopped = this.lanes.stop(key);
+    const session = await this.options.sessions.acquire({ ...stored });
+    try {
+      if (pauseGoalRun(session.entry)) await this.persist(session.entry, this.options.logger);
+      return { entry: session.entry, stopped };
+    } finally {
+      this.options.sessions.release(session);
+    }
+  }
+
   /** Compacts a stored session by key (admin API). Undefined when the key is unknown. */
   async compactByKey(key: string, signal: AbortSignal = new AbortController().signal): Promise<{ entry: SessionEntry; outcome: CompactionOutcome } | undefined> {
     const stored = await this.options.sessions.get(key);
@@ -206,7 +264,7 @@ export class AgentRuntime {
     }
   }
 
-  private async turn(session: ActiveSession, input: TurnInput, logger: Logger, usage: TokenUsage, state: { estimated: boolean; model?: string }): Promise<Pick<TurnResult, 'replies' | 'outcome'>> {
+  private async turn(session: ActiveSession, input: TurnInput, logger: Logger, usage: TokenUsage, state: { estimated: boolean; model?: string }, scope: () => TurnScope): Promise<Pick<TurnResult, 'replies' | 'outcome' | 'continuation'>> {
     const { message } = input;
     const now = this.options.clock.now();
     const reply = (text: string, kind: OutboundMessage['kind'] = 'reply', notice?: string): OutboundMessage =>
@@ -214,88 +272,78 @@ export class AgentRuntime {
     let text = message.text;
     let notice: string | undefined;
 
-    const trigger = matchResetTrigger(text, this.options.config.session.resetTriggers);
-    if (trigger) {
-      await this.resetSession(session, 'manual', message.ephemeral);
-      logger.info({ sessionId: session.entry.sessionId }, 'session reset by trigger');
-      if (!trigger.rest) {
+    if (message.internal) {
+      // Internal messages are never commands or reset triggers: a model cannot /reset or /stop another session.
+      if (isBackgroundKind(message.internal.kind) && !this.goalRunContinues(session.entry, message.internal.kind)) {
+        logger.info({ runState: session.entry.runState, kind: message.internal.kind }, 'background batch skipped: the run was stopped, finished or its goal cleared');
+        return { outcome: 'skipped', replies: [] };
+      }
+    } else {
+      const trigger = matchResetTrigger(text, this.options.config.session.resetTriggers);
+      if (trigger) {
+        await this.resetSession(session, 'manual', message.ephemeral);
+        logger.info({ sessionId: session.entry.sessionId }, 'session reset by trigger');
+        if (!trigger.rest) {
+          await this.finishEntry(session, input, now, false);
+          return { outcome: 'command', replies: [reply(`New session started (${session.entry.sessionId.slice(0, 8)}). What shall we talk about?`, 'command')] };
+        }
+        text = trigger.rest;
+      } else if (session.entry.messageCount > 0) {
+        const reason = evaluateReset(this.resetPolicyOf(session.entry), session.entry.updatedAt, now);
+        if (reason) {
+          await this.resetSession(session, reason, message.ephemeral);
+          logger.info({ reason, sessionId: session.entry.sessionId }, 'session reset by policy');
+          if (this.options.config.session.notifyOnReset) notice = resetNotice(reason, this.resetPolicyOf(session.entry));
+        }
+      }
+      const command = this.commands.match(text);
+      if (command) {
+        const answer = await command.command.run({ session, message, args: command.args, services: this.services(), correlationId: input.correlationId, signal: input.signal });
         await this.finishEntry(session, input, now, false);
-        return { outcome: 'command', replies: [reply(`New session started (${session.entry.sessionId.slice(0, 8)}). What shall we talk about?`, 'command')] };
-      }
-      text = trigger.rest;
-    } else if (session.entry.messageCount > 0) {
-      const reason = evaluateReset(this.resetPolicyOf(session.entry), session.entry.updatedAt, now);
-      if (reason) {
-        await this.resetSession(session, reason, message.ephemeral);
-        logger.info({ reason, sessionId: session.entry.sessionId }, 'session reset by policy');
-        if (this.options.config.session.notifyOnReset) notice = resetNotice(reason, this.resetPolicyOf(session.entry));
+        return { outcome: 'command', replies: [reply(answer, 'command', notice)] };
       }
     }
 
-    const command = this.commands.match(text);
-    if (command) {
-      const answer = await command.command.run({ session, message, args: command.args, services: this.services(), correlationId: input.correlationId, signal: input.signal });
-      await this.finishEntry(session, input, now, false);
-      return { outcome: 'command', replies: [reply(answer, 'command', notice)] };
+    const entry = session.entry;
+    entry.runState = 'running';
+    if (!message.ephemeral && entry.messageCount === 0) {
+      // The entry names the new transcript before the file exists, so a crash never leaves a transcript no entry points to.
+      await this.persist(entry, logger);
+      await this.options.transcripts.create(entry.sessionId, entry.key, new Date(now));
     }
-
-    const content = await this.llmTurn(session, { ...input, message: { ...message, text } }, logger, usage, state);
-    return { outcome: 'replied', replies: [reply(content, 'reply', notice)] };
+    const result = await this.batches.run(session, { ...input, message: { ...message, text } }, { usage, state, logger, scope });
+    await this.finishEntry(session, input, this.options.clock.now(), true);
+    if (result.outcome === 'skipped') return { outcome: 'skipped', replies: [] };
+    return { outcome: 'replied', replies: result.text ? [reply(result.text, 'reply', notice)] : [], ...(result.continuation ? { continuation: result.continuation } : {}) };
   }
 
-  private async llmTurn(session: ActiveSession, input: TurnInput, logger: Logger, usage: TokenUsage, state: { estimated: boolean; model?: string }): Promise<string> {
-    const { message, signal } = input;
-    const entry = session.entry;
-    const persist = !message.ephemeral;
-    entry.runState = 'running';
-    if (persist && entry.messageCount === 0) await this.options.transcripts.create(entry.sessionId, entry.key, new Date(this.options.clock.now()));
-    const userEntry: TranscriptMessage = {
-      type: 'message', id: randomUUID(), role: 'user', content: userContent(message, input.groupContext),
-      at: new Date(this.options.clock.now()).toISOString(), correlationId: input.correlationId,
-      ...(message.chatType !== 'direct' && message.sender.name ? { name: message.sender.name } : {}),
+  /** True when a background batch of this kind should still run: a goal, background on, and a run that was not stopped or finished. */
+  private goalRunContinues(entry: SessionEntry, kind: 'background_auto_continue' | 'background_auto_resume'): boolean {
+    if (!entry.goal || !this.options.config.backgroundExecution.enabled) return false;
+    return kind === 'background_auto_resume' ? entry.runState === 'running' || entry.runState === 'continuing' : entry.runState === 'continuing';
+  }
+
+  /** Persists an entry; a store outage is logged (the write is retried at the next turn or at shutdown), never thrown. */
+  private async persist(entry: SessionEntry, logger: Logger): Promise<void> {
+    await this.options.sessions.save(entry).catch((err: unknown) => {
+      logger.error({ err, sessionKey: entry.key }, 'session entry not persisted after retries; it is written again at the next turn or at shutdown');
+    });
+  }
+
+  /** `memory_write` for the silent flush before compaction (SPEC §5, §11). */
+  private memoryFlushTool(timezoneOf: (e: SessionEntry) => string): ContextEngineDeps['memoryFlushTool'] {
+    const policy: ToolPolicy = { preset: 'none', allow: [MEMORY_WRITE], deny: [] };
+    const registry = this.tools;
+    if (!registry.get(MEMORY_WRITE)) return undefined;
+    const enabled = registry.schemasFor(policy);
+    return {
+      schema: enabled[0] as ToolSchema,
+      run: (call, session, scope) => registry.execute(call, enabled, {
+        entry: session.entry, message: scope.message, correlationId: scope.correlationId, signal: scope.signal, logger: scope.logger,
+        workspace: this.agentFor(session.entry.agentId).workspace, timezone: timezoneOf(session.entry), now: () => this.options.clock.now(),
+        purpose: 'memory-flush', lendSlot: (work) => work(),
+      }),
     };
-    await this.appendEntries(session, [userEntry]);
-    const maxIterations = this.options.config.agentDefaults.maxIterationsPerBatch;
-    let finalText = '';
-    const turnStartedAt = this.options.clock.now();
-    const turnState = {};
-    for (let iteration = 0; iteration < maxIterations; iteration++) {
-      if (signal.aborted) throw new TurnAbortedError();
-      const tools = this.tools.schemas(entry);
-      let response: ProviderResponse;
-      try {
-        response = await this.contextEngine.complete(session, { ...input, usage, state, logger, tools, turnStartedAt, turnState, ephemeral: message.ephemeral });
-      } catch (error) {
-        if (!(error instanceof ContextOverflowError)) throw error;
-        finalText = error.message;
-        await this.appendEntries(session, [{ type: 'message', id: randomUUID(), role: 'assistant', content: finalText, at: new Date(this.options.clock.now()).toISOString(), correlationId: input.correlationId }]);
-        break;
-      }
-      if (response.toolCalls.length === 0) {
-        finalText = response.content.trim() || '(no answer)';
-        await this.appendEntries(session, [{ type: 'message', id: randomUUID(), role: 'assistant', content: response.content, at: new Date(this.options.clock.now()).toISOString(), correlationId: input.correlationId }]);
-        break;
-      }
-      const toolEntries: TranscriptMessage[] = [{ type: 'message', id: randomUUID(), role: 'assistant', content: response.content, toolCalls: response.toolCalls, at: new Date(this.options.clock.now()).toISOString(), correlationId: input.correlationId }];
-      for (const call of response.toolCalls) {
-        const t0 = this.options.clock.now();
-        let result: string;
-        let ok = true;
-        try {
-          result = await this.tools.execute(call.name, call.arguments, { session, signal });
-        } catch (error) {
-          if (signal.aborted) throw error;
-          ok = false;
-          result = `Tool error: ${(error as Error).message}`;
-        }
-        this.events.emit('onToolCall', { correlationId: input.correlationId, sessionKey: session.key, sessionId: entry.sessionId, channel: message.channel, agentId: entry.agentId, name: call.name, ok, durationMs: this.options.clock.now() - t0, at: this.options.clock.now() });
-        toolEntries.push({ type: 'message', id: randomUUID(), role: 'tool', content: result, toolCallId: call.id, at: new Date(this.options.clock.now()).toISOString(), correlationId: input.correlationId });
-      }
-      await this.appendEntries(session, toolEntries);
-      if (iteration === maxIterations - 1) finalText = `I stopped after ${maxIterations} tool steps without a final answer. Say "continue" to let me go on.`;
-    }
-    await this.finishEntry(session, input, this.options.clock.now(), true);
-    return finalText;
   }
 
   /** One LLM call with accounting: usage (or a tokenizer estimate), session totals, and the llm-call event. */
@@ -355,14 +403,14 @@ export class AgentRuntime {
   private async finishEntry(session: ActiveSession, input: TurnInput, now: number, activity: boolean): Promise<void> {
     const entry = session.entry;
     if (activity) entry.updatedAt = now;
-    entry.runState = 'idle';
-    if (input.message.sender.name && input.message.chatType === 'direct') entry.displayName = input.message.sender.name;
-    entry.deliveryTarget = targetOf(input.message);
+    if (entry.runState === 'running') entry.runState = 'idle';
+    if (!input.message.internal) {
+      if (input.message.sender.name && input.message.chatType === 'direct') entry.displayName = input.message.sender.name;
+      entry.deliveryTarget = targetOf(input.message);
+    }
     if (input.message.ephemeral) return;
     // The transcript already holds the turn; a store outage must not turn the reply into an apology.
-    await this.options.sessions.save(entry).catch((err: unknown) => {
-      (input.logger ?? this.options.logger).error({ err, sessionKey: entry.key }, 'session entry not persisted after retries; it is written again at the next turn or at shutdown');
-    });
+    await this.persist(entry, input.logger ?? this.options.logger);
   }
 
   private async resetSession(session: ActiveSession, reason: ResetReason | 'manual', ephemeral?: boolean): Promise<void> {
@@ -384,6 +432,11 @@ export class AgentRuntime {
       queueDepth: (key) => this.lanes.depth(key),
       isRunning: (key) => this.lanes.isRunning(key),
       describeReset: (entry) => describeResetPolicy(this.resetPolicyOf(entry)),
+      toolsOf: (entry) => {
+        const schemas = this.toolSchemas(entry);
+        const model = this.modelOf(entry).model;
+        return { preset: this.toolPolicyOf(entry).preset, names: schemas.map((t) => t.name), tokens: schemas.reduce((sum, t) => sum + toolSchemaTokens(t, model), 0) };
+      },
     };
   }
 

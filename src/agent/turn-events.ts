@@ -22,6 +22,8 @@ export interface TurnScope {
   sessionId: string;
   channel: ChannelId;
   agentId: string;
+  /** For turns that session tools or spawns started: the correlation id of the turn that started them. */
+  parentCorrelationId?: string;
 }
 
 export interface TurnStartEvent extends TurnScope {
@@ -48,6 +50,18 @@ export interface ToolCallEvent extends TurnScope {
   name: string;
   durationMs: number;
   ok: boolean;
+  /** How the call ended: ok, error, invalid_arguments, timeout, unknown_tool, not_enabled, interrupted. */
+  outcome: string;
+  at: number;
+}
+
+/** One batch of a run ended (SPEC §11). */
+export interface BatchEndEvent extends TurnScope {
+  /** True for batches that ran in the background (continuations and resumes of a goal). */
+  background: boolean;
+  outcome: 'completed' | 'continuing' | 'budget-limited' | 'stopped' | 'failed';
+  batch: number;
+  iterations: number;
   at: number;
 }
 
@@ -66,6 +80,7 @@ export interface TurnObserver {
   onTurnStart?(event: TurnStartEvent): void;
   onLlmCall?(event: LlmCallEvent): void;
   onToolCall?(event: ToolCallEvent): void;
+  onBatchEnd?(event: BatchEndEvent): void;
   onTurnEnd?(event: TurnEndEvent): void;
 }
 

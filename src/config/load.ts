@@ -2,8 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import JSON5 from 'json5';
-import type { z } from 'zod';
 import { ConfigError } from '../core/errors.ts';
+import { describeConfigIssue, describeSyntaxError } from './config-errors.ts';
 import { configSchema, type ParsedConfig } from './schema.ts';
 import type {
   ChannelAccountConfig, DiscordAccountConfig, ResolvedConfig, SlackAccountConfig, TelegramAccountConfig,
@@ -40,6 +40,8 @@ export interface LoadConfigOptions {
   dotenv?: boolean;
   /** Extra values merged over the file (tests, CLI flags). */
   overrides?: Record<string, unknown>;
+  /** Where override values came from, by key (`gateway.port` → `--port`), for error messages. */
+  overrideSources?: Record<string, string>;
 }
 
 /** Reads, merges and validates the configuration. Throws ConfigError naming each bad key. */
@@ -56,9 +58,10 @@ export function loadConfig(options: LoadConfigOptions = {}): ResolvedConfig {
     fromEnv.set(keyPath.join('.'), name);
   }
   if (options.overrides) deepMerge(raw, options.overrides);
+  for (const [key, label] of Object.entries(options.overrideSources ?? {})) fromEnv.set(key, label);
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => describeIssue(issue, fromEnv));
+    const issues = parsed.error.issues.map((issue) => describeConfigIssue(issue, configSchema, raw, fromEnv));
     const where = configPath ? ` in ${configPath}` : '';
     throw new ConfigError(`Invalid configuration${where}:\n  - ${issues.join('\n  - ')}`, issues);
   }
@@ -86,24 +89,16 @@ function findConfigFile(cwd: string, explicit: string | undefined): string | und
 
 function readConfigFile(file: string): Record<string, unknown> {
   let value: unknown;
+  const text = readFileSync(file, 'utf8');
   try {
-    value = JSON5.parse(readFileSync(file, 'utf8'));
+    value = JSON5.parse(text);
   } catch (error) {
-    throw new ConfigError(`Cannot parse ${file}: ${(error as Error).message}. The file must be JSON or JSON5.`);
+    throw new ConfigError(describeSyntaxError(file, text, error as Error));
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new ConfigError(`${file} must hold one object ({ ... }).`);
   }
   return value as Record<string, unknown>;
-}
-
-function describeIssue(issue: z.core.$ZodIssue, fromEnv: Map<string, string>): string {
-  const key = issue.path.map(String).join('.') || '(root)';
-  const envName = fromEnv.get(key);
-  const source = envName ? ` (from ${envName})` : '';
-  let message = issue.message;
-  if (issue.code === 'unrecognized_keys') message = `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
-  return `${key}${source}: ${message}`;
 }
 
 function setPath(target: Record<string, unknown>, keyPath: string[], value: unknown): void {
@@ -148,6 +143,7 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
       model: a.model ?? defaults.model ?? provider.model,
       workspace: path.resolve(cwd, a.workspace ?? defaults.workspace),
       systemPrompt: a.systemPrompt ?? defaults.systemPrompt,
+      tools: { preset: a.tools?.preset ?? defaults.tools.preset, allow: a.tools?.allow ?? defaults.tools.allow, deny: a.tools?.deny ?? defaults.tools.deny },
     };
   });
   const ids = new Set<string>();
@@ -183,11 +179,13 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
     stateDir,
     store,
     logLevel: config.logLevel,
+    ledger: config.ledger,
     providers,
     agentDefaults: { ...defaults, workspace: path.resolve(cwd, defaults.workspace) },
     agents,
     session: config.session,
     channels: { telegram, discord, slack, webchat: c.webchat },
+    tools: config.tools,
     backgroundExecution: config.backgroundExecution,
     secrets,
   };
@@ -198,7 +196,7 @@ function normalizeSlackApiUrl(url: string): string {
   return url.endsWith('/') ? url : `${url}/`;
 }
 
-type AccountFields = { enabled?: boolean; dmPolicy?: ChannelAccountConfig['dmPolicy']; allowFrom?: string[]; groupPolicy?: ChannelAccountConfig['groupPolicy']; requireMention?: boolean };
+type AccountFields = { maxInboundChars?: number; enabled?: boolean; dmPolicy?: ChannelAccountConfig['dmPolicy']; allowFrom?: string[]; groupPolicy?: ChannelAccountConfig['groupPolicy']; requireMention?: boolean };
 
 function expandAccounts<B extends AccountFields & { dmPolicy: ChannelAccountConfig['dmPolicy']; allowFrom: string[]; groupPolicy: ChannelAccountConfig['groupPolicy']; requireMention: boolean }, A extends AccountFields>(
   base: B, accounts: Record<string, A>, tokenField: string, specific: (base: B, account: A) => Record<string, unknown>,
@@ -218,6 +216,7 @@ function expandAccounts<B extends AccountFields & { dmPolicy: ChannelAccountConf
       allowFrom: account.allowFrom ?? base.allowFrom,
       groupPolicy: account.groupPolicy ?? base.groupPolicy,
       requireMention: account.requireMention ?? base.requireMention,
+      maxInboundChars: account.maxInboundChars ?? base.maxInboundChars,
       groups: [],
       ...fields,
     } as ChannelAccountConfig);

@@ -1,4 +1,4 @@
-import type { AgentDefaults, DmPolicy, GroupPolicy, ParsedConfig, ProviderConfig, SessionConfig } from './schema.ts';
+import type { AgentDefaults, DmPolicy, GroupPolicy, ParsedConfig, ProviderConfig, SessionConfig, ToolPolicy } from './schema.ts';
 
 /** One bot identity of a platform, channel defaults merged with the account's own fields. */
 export interface ChannelAccountConfig {
@@ -10,6 +10,8 @@ export interface ChannelAccountConfig {
   /** Telegram `groups`, Discord `guilds`, Slack `channels`: the group allowlist. */
   groups: string[];
   requireMention: boolean;
+  /** Longest inbound text (characters) this account takes; unset: `gateway.maxInboundChars`. */
+  maxInboundChars?: number;
 }
 
 export interface TelegramAccountConfig extends ChannelAccountConfig {
@@ -38,6 +40,8 @@ export interface AgentConfig {
   model: string;
   workspace: string;
   systemPrompt?: string;
+  /** The agent's tool policy: its own fields over `agents.defaults.tools`. */
+  tools: ToolPolicy;
 }
 
 /** The configuration the program runs with: validated, defaults filled, env applied, paths absolute. */
@@ -49,6 +53,8 @@ export interface ResolvedConfig {
   /** keyv URI of the session store. */
   store: string;
   logLevel: ParsedConfig['logLevel'];
+  /** Token ledger rotation and archives. */
+  ledger: ParsedConfig['ledger'];
   providers: Record<string, ProviderConfig & { id: string }>;
   agentDefaults: AgentDefaults;
   agents: AgentConfig[];
@@ -57,8 +63,9 @@ export interface ResolvedConfig {
     telegram: TelegramAccountConfig[];
     discord: DiscordAccountConfig[];
     slack: SlackAccountConfig[];
-    webchat: { enabled: boolean };
+    webchat: { enabled: boolean; maxInboundChars?: number };
   };
+  tools: ParsedConfig['tools'];
   backgroundExecution: ParsedConfig['backgroundExecution'];
   /** Every secret value in the config, scrubbed from logs and errors. */
   secrets: string[];

@@ -39,8 +39,13 @@ export const resetPolicyPatch = z.strictObject({
 const gateway = z.strictObject({
   host: z.string().min(1).default('127.0.0.1'),
   port: z.coerce.number().int().min(0).max(65535).default(18789),
-  authToken: z.string().default(''),
+  /** Surrounding whitespace is dropped: a token of only whitespace is no token (and a non-loopback host refuses to start). */
+  authToken: z.string().default('').transform((token) => token.trim()),
   maxBodyBytes: z.number().int().positive().default(1_048_576),
+  /** Longest inbound message text (characters) of any channel without its own `maxInboundChars`. */
+  maxInboundChars: z.number().int().positive().default(32_000),
+  /** Host names (beyond the loopback names and `host`) that requests may name in `Host`, e.g. the public name webhooks use. */
+  allowedHosts: z.array(z.string().min(1)).default([]),
   /** How long shutdown waits for running turns before checkpointing them. */
   shutdownGraceMs: z.number().int().nonnegative().default(10_000),
 });
@@ -73,6 +78,20 @@ const contextPruning = z.strictObject({
   keepLastAssistants: z.number().int().nonnegative().default(3),
 });
 
+/** Tool presets of SPEC §11. */
+export const TOOL_PRESETS = ['full', 'messaging', 'minimal', 'none'] as const;
+const toolName = z.string().regex(/^(group:[a-z0-9_:-]+|[a-zA-Z0-9_-]{1,64})$/, 'expected a tool name or a group:<name>');
+const toolPolicy = z.strictObject({
+  preset: z.enum(TOOL_PRESETS).default('messaging'),
+  allow: z.array(toolName).default([]),
+  deny: z.array(toolName).default([]),
+});
+const agentToolPolicy = z.strictObject({
+  preset: z.enum(TOOL_PRESETS).optional(),
+  allow: z.array(toolName).optional(),
+  deny: z.array(toolName).optional(),
+});
+
 const agentDefaults = z.strictObject({
   provider: z.string().default('default'),
   model: z.string().optional(),
@@ -86,6 +105,7 @@ const agentDefaults = z.strictObject({
   contextPruning: contextPruning.prefault({}),
   /** How long one turn may run before it is stopped. */
   turnTimeoutMs: z.number().int().positive().default(600_000),
+  tools: toolPolicy.prefault({}),
 });
 
 const agent = z.strictObject({
@@ -95,6 +115,7 @@ const agent = z.strictObject({
   model: z.string().optional(),
   workspace: z.string().optional(),
   systemPrompt: z.string().optional(),
+  tools: agentToolPolicy.optional(),
 });
 
 const session = z.strictObject({
@@ -120,7 +141,10 @@ const commonChannel = {
   dmPolicy: dmPolicy.default('pairing'),
   allowFrom: idList,
   requireMention: z.boolean().default(true),
+  /** Longest inbound message text (characters); defaults to `gateway.maxInboundChars`. */
+  maxInboundChars: z.number().int().positive().optional(),
 };
+const maxInboundChars = z.number().int().positive().optional();
 
 const telegramAccount = z.strictObject({
   enabled: z.boolean().optional(),
@@ -133,6 +157,7 @@ const telegramAccount = z.strictObject({
   groupPolicy: groupPolicy.optional(),
   groups: idList.optional(),
   requireMention: z.boolean().optional(),
+  maxInboundChars,
 });
 const telegram = z.strictObject({
   ...commonChannel,
@@ -154,6 +179,7 @@ const discordAccount = z.strictObject({
   groupPolicy: groupPolicy.optional(),
   guilds: idList.optional(),
   requireMention: z.boolean().optional(),
+  maxInboundChars,
 });
 const discord = z.strictObject({
   ...commonChannel,
@@ -176,6 +202,7 @@ const slackAccount = z.strictObject({
   groupPolicy: groupPolicy.optional(),
   channels: idList.optional(),
   requireMention: z.boolean().optional(),
+  maxInboundChars,
 });
 const slack = z.strictObject({
   ...commonChannel,
@@ -189,7 +216,16 @@ const slack = z.strictObject({
   accounts: z.record(accountId, slackAccount).default({}),
 });
 
-const webchat = z.strictObject({ enabled: z.boolean().default(true) });
+const webchat = z.strictObject({ enabled: z.boolean().default(true), maxInboundChars });
+
+/** The token ledger's rotation and archives (SPEC §4). */
+const ledger = z.strictObject({
+  /** `size`: a new file once the current one passes `maxFileBytes`; `daily`: also at each UTC midnight; `off`: one file forever. */
+  rotate: z.enum(['size', 'daily', 'off']).default('size'),
+  maxFileBytes: z.number().int().min(4096).default(16 * 1024 * 1024),
+  /** Compressed archives older than this are deleted (0 keeps them forever); their tokens stay in the totals. */
+  retentionDays: z.number().nonnegative().default(365),
+});
 
 /** The whole configuration file (SPEC §9). Every key is optional; defaults are SPEC's. */
 export const configSchema = z.strictObject({
@@ -198,6 +234,7 @@ export const configSchema = z.strictObject({
   stateDir: z.string().min(1).default('./data'),
   store: z.string().optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ledger: ledger.prefault({}),
   providers: z.record(z.string(), provider.prefault({})).prefault({ default: {} }),
   agents: z.strictObject({
     defaults: agentDefaults.prefault({}),
@@ -210,10 +247,24 @@ export const configSchema = z.strictObject({
     slack: slack.prefault({}),
     webchat: webchat.prefault({}),
   }).prefault({}),
+  tools: z.strictObject({
+    timeoutSeconds: z.number().positive().max(3600).default(60),
+    /** Largest tool result kept in the transcript and sent to the model (characters); longer ones are cut with a note. */
+    maxResultChars: z.number().int().min(1000).default(50_000),
+    sessions: z.strictObject({
+      visibility: z.enum(['tree', 'agent', 'all']).default('tree'),
+      maxSpawnDepth: z.number().int().min(0).max(10).default(2),
+      maxChildren: z.number().int().min(0).max(100).default(5),
+    }).prefault({}),
+  }).prefault({}),
   backgroundExecution: z.strictObject({
     enabled: z.boolean().default(false),
     maxConcurrentBackgroundTurns: z.number().int().positive().default(3),
+    maxBatchesPerGoal: z.number().int().positive().default(10),
     autoResumeOnStartup: z.boolean().default(true),
+    tokenBudget: z.number().int().nonnegative().default(128_000),
+    maxWallClockMinutes: z.number().nonnegative().default(360),
+    maxToolCalls: z.number().int().nonnegative().default(1000),
   }).prefault({}),
 });
 
@@ -225,9 +276,12 @@ export type ProviderConfig = z.output<typeof provider>;
 export type ResetPolicyPatch = z.output<typeof resetPolicyPatch>;
 export type SessionConfig = z.output<typeof session>;
 export type AgentDefaults = z.output<typeof agentDefaults>;
+export type ToolPolicy = z.output<typeof toolPolicy>;
+export type ToolPreset = (typeof TOOL_PRESETS)[number];
 export type DmScope = z.output<typeof dmScope>;
 export type DmPolicy = z.output<typeof dmPolicy>;
 export type GroupPolicy = z.output<typeof groupPolicy>;
 export type TelegramConfig = z.output<typeof telegram>;
 export type DiscordConfig = z.output<typeof discord>;
 export type SlackConfig = z.output<typeof slack>;
+export type LedgerConfig = z.output<typeof ledger>;

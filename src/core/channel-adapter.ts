@@ -22,6 +22,8 @@ export interface TurnResult {
   model?: string;
   /** How the turn ended. */
   outcome: 'replied' | 'command' | 'failed' | 'stopped' | 'skipped';
+  /** The batch reached its limit on a goal run: the gateway queues a background continuation (SPEC §11). */
+  continuation?: { deliverTo?: DeliveryTarget };
 }
 
 /** Options a built-in channel may pass with a message. */

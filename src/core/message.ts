@@ -66,6 +66,29 @@ export interface InboundMessage {
   ephemeral?: boolean;
   /** The platform event, for logs only; never persisted. */
   raw?: unknown;
+  /** Set on channel `internal`: which session the message is for, why, and where its answer goes. */
+  internal?: InternalRoute;
+}
+
+/** Why an `internal` message exists (SPEC §11). */
+export type InternalKind =
+  | 'spawn' | 'yield' | 'send' | 'subagent_result' | 'background_auto_continue' | 'background_auto_resume';
+
+/** Routing of a message on channel `internal`: session tools, sub-agent results and background runs. */
+export interface InternalRoute {
+  kind: InternalKind;
+  /** The session the message goes to (internal messages name their key instead of building one). */
+  sessionKey: string;
+  /** The session whose turn made this message. */
+  fromKey?: string;
+  /** A spawned child's parent (its entry's `parentKey`). */
+  parentKey?: string;
+  /** Correlation id of the turn that made this message; the target's ledger records carry it. */
+  parentCorrelationId?: string;
+  /** Where the answer goes, when it should reach a chat (a platform target); else it is not delivered. */
+  deliverTo?: DeliveryTarget;
+  /** When this message's run ends, its final answer is queued into that session as a sub-agent result. */
+  reportTo?: { sessionKey: string; label: string; deliverTo?: DeliveryTarget; correlationId: string };
 }
 
 /** Where a reply goes. Built by the gateway from the inbound message. */

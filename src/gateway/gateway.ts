@@ -4,18 +4,23 @@ import { zeroUsage } from '../agent/turn-events.ts';
 import type { ChannelAccountConfig, ResolvedConfig } from '../config/resolved.ts';
 import type { ChannelAdapter, InboundSink, Submission, SubmitOptions, TurnResult } from '../core/channel-adapter.ts';
 import type { Clock } from '../core/clock.ts';
-import { isAbortError, ShuttingDownError, SwitchboardError, TurnAbortedError } from '../core/errors.ts';
+import { isAbortError, SessionKeyError, ShuttingDownError, SwitchboardError, TurnAbortedError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { targetOf, type InboundMessage, type OutboundMessage } from '../core/message.ts';
 import { decideAccess } from '../routing/access-policy.ts';
 import type { PairingStore } from '../routing/pairing.ts';
-import { buildSessionKey } from '../routing/session-key.ts';
+import { buildSessionKey, parseSessionKey } from '../routing/session-key.ts';
 import { GroupContextBuffer } from './group-context.ts';
 import type { Inbox } from './inbox.ts';
 import { LaneScheduler } from './lanes.ts';
+import { BackgroundRuns } from './background-runs.ts';
+import { internalMessage } from '../core/internal-message.ts';
+import type { InternalRoute } from '../core/message.ts';
+import { goalPrompt, isBackgroundKind } from '../agent/runs.ts';
+import { answerOf } from '../tools/session-tools.ts';
 
-/** Channels whose messages are journaled for replay (platform deliveries with no caller waiting). */
-const DURABLE_CHANNELS = new Set(['telegram', 'discord', 'slack']);
+/** Channels whose messages are journaled for replay (platform deliveries and internal work, with no caller waiting). */
+const DURABLE_CHANNELS = new Set(['telegram', 'discord', 'slack', 'internal']);
 
 /** Options of {@link Gateway}. */
 export interface GatewayOptions {
@@ -45,6 +50,8 @@ export interface GatewayStats {
  */
 export class Gateway {
   readonly lanes: LaneScheduler;
+  /** Background batches of goal runs (their own concurrency limit). */
+  readonly background: BackgroundRuns;
   readonly stats: GatewayStats = { accepted: 0, duplicates: 0, blocked: 0, skipped: 0, failed: 0 };
   private readonly options: GatewayOptions;
   private readonly adapters = new Map<string, ChannelAdapter>();
@@ -54,6 +61,7 @@ export class Gateway {
   constructor(options: GatewayOptions) {
     this.options = options;
     this.lanes = new LaneScheduler({ maxConcurrent: options.config.agentDefaults.maxConcurrent });
+    this.background = new BackgroundRuns(options.config.backgroundExecution.maxConcurrentBackgroundTurns);
     this.groupContext = new GroupContextBuffer({ limit: options.config.session.groupContextLimit });
     options.runtime.attachLanes({
       stop: (key) => this.lanes.stop(key),
@@ -76,6 +84,11 @@ export class Gateway {
 
   /** The session key of a message (SPEC §2). */
   sessionKeyOf(message: InboundMessage): string {
+    // Internal messages name their session (a spawned child, the caller of a tool, a goal's own session).
+    if (message.channel === 'internal') {
+      if (!message.internal?.sessionKey) throw new SessionKeyError('An internal message must name its session key.');
+      return parseSessionKey(message.internal.sessionKey).key;
+    }
     const session = this.options.config.session;
     const agentId = this.options.runtime.agentFor(message.agentId).id;
     return buildSessionKey(
@@ -137,7 +150,7 @@ export class Gateway {
       return { status: 'skipped', sessionKey, correlationId, done: done() };
     }
     this.stats.accepted++;
-    if (this.options.runtime.isImmediate(message.text)) {
+    if (!message.internal && this.options.runtime.isImmediate(message.text)) {
       if (inbox && deduped) inbox.markSeen(message);
       return { status: 'accepted', sessionKey, correlationId, done: this.runImmediate(message, sessionKey, correlationId, logger) };
     }
@@ -165,7 +178,7 @@ export class Gateway {
         continue;
       }
       logger.info({ sessionKey: key }, 'replaying a message accepted before the last stop');
-      void this.enqueue(message, key, correlationId, {}, logger, true);
+      void this.enqueue(message, key, correlationId, {}, logger, true, true);
     }
     return pending.length;
   }
@@ -173,6 +186,7 @@ export class Gateway {
   /** Stops intake; waits for running turns up to `graceMs`, then aborts them (they stay journaled for replay). */
   async close(graceMs: number): Promise<void> {
     this.closing = true;
+    this.background.close();
     this.lanes.pause();
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), graceMs); });
@@ -207,18 +221,23 @@ export class Gateway {
     }
   }
 
-  private enqueue(message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean): Promise<TurnResult | undefined> {
+  private enqueue(message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replayed = false): Promise<TurnResult | undefined> {
+    const onLane = () => this.enqueueOnLane(message, key, correlationId, options, logger, durable, replayed);
+    return isBackgroundKind(message.internal?.kind) ? this.background.schedule(key, onLane) : onLane();
+  }
+
+  private enqueueOnLane(message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replayed: boolean): Promise<TurnResult | undefined> {
     return new Promise((resolve) => {
       this.lanes.enqueue(key, async (laneSignal) => {
-        const signal = options.signal ? AbortSignal.any([laneSignal, options.signal]) : laneSignal;
         const stopTyping = this.startTyping(message, logger);
         let result: TurnResult | undefined;
         let finished = true;
         try {
           result = await this.options.runtime.runTurn({
-            message, sessionKey: key, correlationId, signal, onDelta: options.onDelta,
+            message, sessionKey: key, correlationId, signal: laneSignal, clientSignal: options.signal, onDelta: options.onDelta, replayed,
             groupContext: message.chatType === 'direct' ? undefined : this.groupContext.take(key),
             logger: logger.child({ sessionKey: key }),
+            lendSlot: (work) => this.lanes.lend(work),
           });
           stopTyping();
           for (const reply of result.replies) await this.deliver(message, reply, logger);
@@ -228,11 +247,59 @@ export class Gateway {
           if (this.closing && isAbortError(error)) finished = false;
         } finally {
           stopTyping();
+          // What the turn asks to queue is journaled before the turn is marked done, so a crash in between loses
+          // nothing; ids derived from this message make the follow-ups of a replayed turn duplicates.
+          if (finished && result) await this.followUp(message, key, result, logger).catch((err: unknown) => logger.error({ err }, 'could not queue the follow-up of a turn'));
           if (durable && finished) await this.options.inbox?.done(message).catch((err: unknown) => logger.error({ err }, 'could not journal a finished message'));
           resolve(result);
         }
       }, () => resolve(undefined));
     });
+  }
+
+  /** A goal run's next background batch, or a sub-agent's final answer for its parent. */
+  private async followUp(message: InboundMessage, key: string, result: TurnResult, logger: Logger): Promise<void> {
+    const reportTo = message.internal?.reportTo;
+    if (result.continuation) {
+      await this.submitInternal({ kind: 'background_auto_continue', sessionKey: key, deliverTo: result.continuation.deliverTo, ...(reportTo ? { reportTo } : {}) },
+        goalPrompt('background_auto_continue'), `${message.id}:next`, logger);
+      return;
+    }
+    if (!reportTo || result.outcome === 'skipped') return;
+    const verb = result.outcome === 'failed' ? 'failed' : result.outcome === 'stopped' ? 'was stopped' : 'finished';
+    await this.submitInternal({ kind: 'subagent_result', sessionKey: reportTo.sessionKey, fromKey: key, deliverTo: reportTo.deliverTo, parentCorrelationId: reportTo.correlationId },
+      `[subagent ${reportTo.label} ${verb}] ${answerOf(result) || '(no answer)'}`, `${message.id}:report`, logger);
+  }
+
+  /** Queues an internal message (journaled like a platform delivery; a repeated id is a duplicate). */
+  async submitInternal(route: InternalRoute, text: string, id: string | undefined, logger: Logger = this.options.logger): Promise<Submission | undefined> {
+    const message = internalMessage(route, text, this.options.clock.now());
+    if (id) message.id = id;
+    if (this.closing) return undefined;
+    const submission = await this.submit(message);
+    if (submission.status === 'duplicate') logger.debug({ id: message.id }, 'internal follow-up already queued');
+    return submission;
+  }
+
+  /**
+   * Queues `background_auto_resume` for sessions a stop or crash left running toward a goal (SPEC §11),
+   * one every `staggerMs`, each within the background limit. Sessions with background work already queued
+   * (replayed from the journal) are left to it.
+   */
+  resumeRuns(keys: readonly string[], staggerMs: number, deliverTo: (key: string) => InternalRoute['deliverTo']): number {
+    let delay = 0;
+    let queued = 0;
+    for (const key of keys) {
+      if (this.background.isPending(key)) continue;
+      queued++;
+      const timer = setTimeout(() => {
+        void this.submitInternal({ kind: 'background_auto_resume', sessionKey: key, deliverTo: deliverTo(key) }, goalPrompt('background_auto_resume'), undefined)
+          .catch((err: unknown) => this.options.logger.error({ err, sessionKey: key }, 'could not resume a background run'));
+      }, delay);
+      timer.unref();
+      delay += staggerMs;
+    }
+    return queued;
   }
 
   private async handleFailure(message: InboundMessage, key: string, correlationId: string, error: unknown, logger: Logger): Promise<TurnResult> {
@@ -255,10 +322,12 @@ export class Gateway {
   }
 
   private async deliver(message: InboundMessage, reply: OutboundMessage, logger: Logger): Promise<void> {
-    const adapter = this.adapterFor(message.channel, message.accountId);
-    if (!adapter) return;
+    // Internal messages answer into the chat they name (a goal's chat, a spawning parent's chat), or nowhere.
+    const target = message.channel === 'internal' ? message.internal?.deliverTo : targetOf(message);
+    const adapter = target && this.adapterFor(target.channel, target.accountId);
+    if (!target || !adapter) return;
     try {
-      await adapter.send(targetOf(message), reply);
+      await adapter.send(target, message.channel === 'internal' ? { ...reply, replyTo: undefined } : reply);
     } catch (error) {
       logger.error({ err: error }, 'reply could not be delivered');
     }

@@ -23,6 +23,10 @@ export class LaneScheduler {
   private readonly ready: Lane[] = [];
   private readonly idleWaiters: (() => void)[] = [];
   private running = 0;
+  /** Jobs that gave their slot back while they wait on something else (see {@link lend}). */
+  private lent = 0;
+  /** Lent jobs waiting to take a slot again; served before ready lanes. */
+  private readonly reclaimers: (() => void)[] = [];
   private paused = false;
   private readonly maxConcurrent: number;
   private readonly onError: (key: string, error: unknown) => void;
@@ -72,6 +76,25 @@ export class LaneScheduler {
     return this.running;
   }
 
+  /**
+   * Runs `work` with the calling job's slot given back: the slot goes to the next ready lane while `work`
+   * waits (on another session, say), and is taken again, ahead of lanes that are merely ready, before this
+   * returns. With `maxConcurrent: 1` a job can wait on another lane's job without deadlock.
+   */
+  async lend<T>(work: () => Promise<T>): Promise<T> {
+    this.running--;
+    this.lent++;
+    this.pump();
+    try {
+      return await work();
+    } finally {
+      await new Promise<void>((resolve) => {
+        this.reclaimers.push(resolve);
+        this.pump();
+      });
+    }
+  }
+
   /** Starts no new jobs (shutdown). Running ones go on. */
   pause(): void {
     this.paused = true;
@@ -103,10 +126,15 @@ export class LaneScheduler {
   }
 
   private isIdle(): boolean {
-    return this.running === 0 && (this.paused || this.ready.length === 0);
+    return this.running === 0 && this.lent === 0 && (this.paused || this.ready.length === 0);
   }
 
   private pump(): void {
+    while (this.reclaimers.length && this.running < this.maxConcurrent) {
+      this.running++;
+      this.lent--;
+      (this.reclaimers.shift() as () => void)();
+    }
     while (!this.paused && this.running < this.maxConcurrent && this.ready.length) {
       const lane = this.ready.shift() as Lane;
       const job = lane.queue.shift();

@@ -16,6 +16,8 @@ export interface SessionRoute {
   groupId?: string;
   threadId?: string;
   threadKind?: 'thread' | 'topic';
+  /** A sub-agent session made by `sessions_spawn`: the key is `agent:<agentId>:subagent:<id>`. */
+  subagentId?: string;
 }
 
 /** Session settings that shape keys (`session.*` in the config). */
@@ -40,6 +42,8 @@ export interface ParsedSessionKey {
   threadKind?: 'thread' | 'topic';
   /** The key without its thread suffix, for thread keys. */
   parentKey?: string;
+  /** Set for sub-agent keys (`agent:<agentId>:subagent:<id>`). */
+  subagentId?: string;
 }
 
 const DIRECT = new Set(['direct', 'dm']);
@@ -51,6 +55,7 @@ const DIRECT = new Set(['direct', 'dm']);
  */
 export function buildSessionKey(route: SessionRoute, options: SessionKeyOptions): string {
   const agentId = route.agentId || 'main';
+  if (route.subagentId) return formatKey({ agentId, chatType: 'direct', channel: 'internal', subagentId: route.subagentId });
   const thread = route.threadId && options.threads !== 'parent'
     ? { threadId: route.threadId, threadKind: route.threadKind === 'topic' ? 'topic' as const : 'thread' as const }
     : {};
@@ -72,6 +77,7 @@ type KeyParts = Omit<ParsedSessionKey, 'key' | 'parentKey'>;
 
 function formatKey(p: KeyParts): string {
   const agent = `agent:${segment(p.agentId, 'agentId')}`;
+  if (p.subagentId) return `${agent}:subagent:${segment(p.subagentId, 'subagentId')}`;
   let base: string;
   if (p.chatType === 'direct') {
     const peer = () => segment(p.peerId ?? '', 'peerId');
@@ -98,6 +104,11 @@ export function parseSessionKey(input: string): ParsedSessionKey {
   const agentId = at(1);
   let parsed: KeyParts;
   let used: number;
+  if (parts[2] === 'subagent') {
+    if (parts.length !== 4) fail('a sub-agent key is agent:<agentId>:subagent:<id>');
+    const sub: KeyParts = { agentId, chatType: 'direct', channel: 'internal', subagentId: at(3) };
+    return { key: formatKey(sub), ...sub };
+  }
   if (parts[2] === 'main') {
     parsed = { agentId, chatType: 'direct', dmScope: 'main' };
     used = 3;

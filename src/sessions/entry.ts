@@ -14,8 +14,23 @@ export interface SessionOverrides {
   toolPreset?: string;
   /** IANA zone for this session's daily reset (`/timezone`). */
   timezone?: string;
-  /** Standing goal (`/goal`). */
+}
+
+/** Where a run stands, persisted after every tool result (SPEC §11). */
+export interface RunCheckpoint {
   goal?: string;
+  /** Batch of the current goal (or of the current turn), from 1. */
+  batch: number;
+  /** LLM calls made in the current batch. */
+  iteration: number;
+  /** The last transcript entry the run wrote. */
+  lastEntryId?: string;
+  /** The turn that wrote it. */
+  correlationId: string;
+  /** Tool calls made for the goal so far (all batches). */
+  toolCalls?: number;
+  /** When work on the goal began (epoch ms). */
+  startedAt?: number;
 }
 
 /** Token totals of a session (all of its turns). */
@@ -58,6 +73,13 @@ export interface SessionEntry {
   lastRequestAt?: number;
   /** Where the last reply went, so background work and replays can reach the chat. */
   deliveryTarget?: DeliveryTarget;
+  /** Standing goal (`/goal`): background batches continue toward it. */
+  goal?: string;
+  /** The chat where the goal was set; the goal's answers go there. */
+  goalTarget?: DeliveryTarget;
+  checkpoint?: RunCheckpoint;
+  /** How many `sessions_spawn` steps away from a chat session this one is (0 for chats). */
+  spawnDepth?: number;
 }
 
 export function emptyTokens(): SessionTokens {

@@ -35,6 +35,8 @@ export interface TranscriptMessage {
   correlationId?: string;
   /** Sender name for group messages. */
   name?: string;
+  /** For a user entry: the delivery it came from (`<channel>:<account>:<id>`), so a replay never appends it twice. */
+  sourceId?: string;
 }
 
 /** Marks older history as summarized; later contexts use the summary and the entries from `firstKeptId`. */

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { planCompaction } from '../../src/agent/compaction.ts';
 import { chatMessageTokens, countRequestTokens } from '../../src/agent/tokens.ts';
-import type { ToolExecutor } from '../../src/agent/runtime.ts';
+import { z } from 'zod';
+import { defineTool } from '../../src/tools/tool.ts';
 import type { TranscriptCompaction, TranscriptMessage } from '../../src/sessions/transcript.ts';
 import { userText, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { defaultReply, fromWire, kindOf, startHarness, type Harness } from './harness.ts';
@@ -89,10 +90,7 @@ describe('compaction', () => {
 
   it('keeps the recent tail verbatim and never separates a tool call from its result', async () => {
     let call = 0;
-    const tools: ToolExecutor = {
-      schemas: () => [{ name: 'lookup', description: 'looks things up', parameters: { type: 'object', properties: { q: { type: 'string' } } } }],
-      execute: async (_name, args) => `result for ${args}: ${words(90, 'fact')}`,
-    };
+    const tools = [defineTool({ name: 'lookup', group: 'test', description: 'looks things up', schema: z.object({ q: z.string() }), run: async (args) => `result for ${JSON.stringify(args)}: ${words(90, 'fact')}` })];
     h = await startHarness({
       config: small, tools,
       reply: (r): FakeReply => {

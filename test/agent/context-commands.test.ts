@@ -16,7 +16,11 @@ describe('/context, /compact and POST /admin/sessions/:key/compact', () => {
   const clock = new ManualClock('2026-05-04T08:00:00Z');
 
   beforeEach(async () => {
-    fake = await startFakeOpenAI((r): FakeReply => (kindOf(r) === 'memory-flush' ? { content: '- Alice likes short answers', usage: null } : defaultReply(r)));
+    fake = await startFakeOpenAI((r): FakeReply => {
+      if (kindOf(r) !== 'memory-flush') return defaultReply(r);
+      if (r.body.messages.at(-1)!.role === 'tool') return { content: '', usage: null };
+      return { toolCalls: [{ id: 'm1', name: 'memory_write', arguments: JSON.stringify({ note: '- Alice likes short answers' }) }], usage: null };
+    });
     tmp = tempDir();
     const ws = path.join(tmp.dir, 'workspace');
     mkdirSync(ws, { recursive: true });
@@ -58,7 +62,8 @@ describe('/context, /compact and POST /admin/sessions/:key/compact', () => {
     const detail = await post('/context detail');
     expect(detail).toContain('**Largest messages**');
     expect(detail).toContain('• #0 system prompt');
-    expect(detail).toContain('**Tool schemas**\n• none');
+    // The default preset (messaging): the session and memory tools, each with its schema's cost.
+    expect(detail).toMatch(/\*\*Tool schemas\*\*\n• sessions_spawn · [\d,]+ tokens\n• sessions_yield · [\d,]+ tokens\n• sessions · [\d,]+ tokens\n• memory_write · [\d,]+ tokens\n• memory_search · [\d,]+ tokens$/);
     expect(await post('/context nonsense')).toBe('Usage: /context [list|detail]');
     // Commands are not sent to the model.
     expect(fake.requests).toHaveLength(1);
@@ -103,7 +108,7 @@ describe('/context, /compact and POST /admin/sessions/:key/compact', () => {
     for (let i = 0; i < 3; i++) await post(`point ${i}`);
     expect(fake.requests.map(kindOf)).toEqual(['turn', 'turn', 'turn']);
     const sse = await post(`stream it: ${words(700)}`, { accept: 'text/event-stream' });
-    expect(fake.requests.slice(3).map(kindOf)).toEqual(['memory-flush', 'compaction', 'turn']);
+    expect(fake.requests.slice(3).map(kindOf)).toEqual(['memory-flush', 'memory-flush', 'compaction', 'turn']);
     expect(sse).not.toContain('Alice likes');
     const deltas = sse.split('\n\n').filter((b) => b.includes('event: delta')).map((b) => JSON.parse(/data: (.*)/.exec(b)![1]!).text).join('');
     expect(deltas).toBe('ok');

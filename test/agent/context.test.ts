@@ -2,7 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { pairToolCalls } from '../../src/agent/context.ts';
-import type { ToolExecutor } from '../../src/agent/runtime.ts';
+import { z } from 'zod';
+import { defineTool } from '../../src/tools/tool.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import type { RunningGateway } from '../../src/main.ts';
 import type { TranscriptMessage } from '../../src/sessions/transcript.ts';
@@ -89,10 +90,7 @@ describe('request assembly in a tool loop', () => {
 
   it('the requests of one turn extend each other, and the next turn extends them', async () => {
     let n = 0;
-    const tools: ToolExecutor = {
-      schemas: () => [{ name: 'clock', description: 'tells the time', parameters: { type: 'object', properties: {} } }],
-      execute: async () => `tick ${n}`,
-    };
+    const tools = [defineTool({ name: 'clock', group: 'test', description: 'tells the time', schema: z.object({}), run: async () => `tick ${n}` })];
     h = await startHarness({
       tools,
       reply: (r): FakeReply => {

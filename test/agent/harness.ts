@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { AgentRuntime, type ToolExecutor } from '../../src/agent/runtime.ts';
+import { AgentRuntime } from '../../src/agent/runtime.ts';
+import { memoryTools } from '../../src/tools/memory-tools.ts';
+import { ToolRegistry, type TimeoutHandle } from '../../src/tools/registry.ts';
+import type { Tool } from '../../src/tools/tool.ts';
 import type { ResolvedConfig } from '../../src/config/resolved.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import { silentLogger } from '../../src/core/logger.ts';
@@ -30,7 +33,7 @@ export class MemoryStore implements SessionStore {
 export function kindOf(request: RecordedRequest): 'turn' | 'compaction' | 'memory-flush' {
   const first = request.body.messages[0]?.content ?? '';
   if (first.startsWith('You compact a chat conversation')) return 'compaction';
-  if ((request.body.messages.at(-1)?.content ?? '').startsWith('[Pre-compaction memory flush]')) return 'memory-flush';
+  if (request.body.messages.some((m) => m.role === 'user' && (m.content ?? '').includes('[Pre-compaction memory flush]'))) return 'memory-flush';
   return 'turn';
 }
 
@@ -67,7 +70,10 @@ export interface Harness {
 /** An AgentRuntime on a ManualClock against a fake OpenAI server, with optional tools. */
 export async function startHarness(options: {
   config?: Record<string, unknown>;
-  tools?: ToolExecutor;
+  /** Extra tools, enabled with preset `full`; without them the preset is `none` (memory_write still serves the flush). */
+  tools?: Tool[];
+  /** The timer of tool calls (tests fire it themselves). */
+  toolTimeout?: (ms: number) => TimeoutHandle;
   reply?: (request: RecordedRequest) => FakeReply;
   start?: string;
 } = {}): Promise<Harness> {
@@ -77,12 +83,15 @@ export async function startHarness(options: {
   const config = testConfig(tmp.dir, mergeDeep({
     providers: { default: { baseUrl: fake.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0 } },
     session: { reset: { mode: 'off', timezone: 'UTC' } },
+    agents: { defaults: { tools: { preset: options.tools ? 'full' : 'none' } } },
   }, options.config ?? {}));
   const logger = silentLogger();
   const store = new MemoryStore();
   const transcripts = new JsonlTranscriptStore({ dir: path.join(config.stateDir, 'agents', 'main', 'sessions'), logger });
   const sessions = new SessionManager({ store, transcripts, clock, logger, maxActiveSessions: 100, expiresAt: () => Number.POSITIVE_INFINITY });
-  const runtime = new AgentRuntime({ config, sessions, transcripts, providers: createProviders(config), clock, logger, tools: options.tools });
+  const tools = new ToolRegistry({ timeoutMs: config.tools.timeoutSeconds * 1000, maxResultChars: config.tools.maxResultChars, timeout: options.toolTimeout });
+  for (const tool of [...memoryTools(), ...(options.tools ?? [])]) tools.register(tool);
+  const runtime = new AgentRuntime({ config, sessions, transcripts, providers: createProviders(config), clock, logger, tools });
   const key = 'agent:main:main';
   let n = 0;
   const harness: Harness = {

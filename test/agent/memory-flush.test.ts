@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { flushNotes, localDate, memoryFileOf } from '../../src/agent/memory-flush.ts';
+import { localDate, memoryFileOf } from '../../src/agent/memory-flush.ts';
+import { searchMemoryNotes } from '../../src/tools/memory-notes.ts';
 import { userText, type FakeReply } from '../fakes/fake-openai.ts';
 import { defaultReply, kindOf, startHarness, type Harness } from './harness.ts';
 
@@ -18,21 +19,30 @@ describe('memory flush', () => {
   let h: Harness | undefined;
   afterEach(async () => { await h?.close(); h = undefined; });
 
-  it('runs one silent turn before compaction that appends notes to memory/YYYY-MM-DD.md, and sends nothing to the chat', async () => {
+  it('runs one silent turn before compaction whose memory_write calls append notes to memory/YYYY-MM-DD.md, and sends nothing to the chat', async () => {
     h = await startHarness({
       config: config(), start: '2026-03-02T20:30:00Z',
-      reply: (r): FakeReply => (kindOf(r) === 'memory-flush' ? { content: '- Alice prefers green tea\n- Project code name: BLUEBIRD', usage: null } : defaultReply(r)),
+      reply: (r): FakeReply => {
+        if (kindOf(r) !== 'memory-flush') return defaultReply(r);
+        // First the notes through the tool, then (after its result) nothing more.
+        if (r.body.messages.at(-1)!.role === 'tool') return { content: '', usage: null };
+        return { toolCalls: [{ id: 'w1', name: 'memory_write', arguments: JSON.stringify({ note: '- Alice prefers green tea\n- Project code name: BLUEBIRD' }) }], usage: null };
+      },
     });
     await h.send('hello');
     await h.seed(20, (i) => `fact ${i}: ${words(100)}`);
     const reply = await h.send('what do you remember?');
     expect(reply).toBe('ok');
-    expect(collapsed(h, 1)).toEqual(['memory-flush', 'compaction', 'turn']);
-    // The flush request is the conversation so far plus the flush instruction, with no tools.
+    expect(collapsed(h, 1)).toEqual(['memory-flush', 'memory-flush', 'compaction', 'turn']);
+    // The flush request is the conversation so far with the flush instruction joined to the last user
+    // message (never two user messages in a row), and memory_write as its only tool.
     const flush = h.fake.requests.find((r) => kindOf(r) === 'memory-flush')!;
-    expect(flush.body.messages.at(-1)!.content).toContain('memory/2026-03-03.md');
-    expect(flush.body.messages.at(-2)!.role).toBe('user');
-    expect(userText(flush.body.messages.at(-2)!.content)).toBe('what do you remember?');
+    const last = flush.body.messages.at(-1)!;
+    expect(last.role).toBe('user');
+    expect(userText(last.content)).toMatch(/^what do you remember\?\n\n\[Pre-compaction memory flush\]/);
+    expect(last.content).toContain('memory/2026-03-03.md');
+    expect(flush.body.messages.at(-2)!.role).not.toBe('user');
+    expect((flush.body.tools as { function: { name: string } }[]).map((t) => t.function.name)).toEqual(['memory_write']);
     expect(flush.body.stream).toBeFalsy();
 
     // 20:30 UTC is 05:30 the next day in Tokyo, the session's time zone.
@@ -55,14 +65,17 @@ describe('memory flush', () => {
       reply: (r): FakeReply => {
         const kind = kindOf(r);
         if (kind === 'compaction' && failSummary) return { status: 500, error: { message: 'down' } };
-        if (kind === 'memory-flush') return { content: `- note ${r.body.messages.length}`, usage: null };
+        if (kind === 'memory-flush') {
+          return r.body.messages.at(-1)!.role === 'tool' ? { content: '', usage: null }
+            : { toolCalls: [{ id: `n${r.body.messages.length}`, name: 'memory_write', arguments: JSON.stringify({ note: `- note ${r.body.messages.length}` }) }], usage: null };
+        }
         return defaultReply(r);
       },
     });
     await h.send('hello');
     await h.seed(20, (i) => `fact ${i}: ${words(100)}`);
     await h.send('one');
-    expect(collapsed(h, 1)).toEqual(['memory-flush', 'compaction', 'turn']);
+    expect(collapsed(h, 1)).toEqual(['memory-flush', 'memory-flush', 'compaction', 'turn']);
     failSummary = false;
     let mark = h.fake.requests.length;
     await h.send('two');
@@ -71,12 +84,12 @@ describe('memory flush', () => {
     await h.seed(20, (i) => `more ${i}: ${words(100)}`);
     mark = h.fake.requests.length;
     await h.send('three');
-    expect(collapsed(h, mark)).toEqual(['memory-flush', 'compaction', 'turn']);
+    expect(collapsed(h, mark)).toEqual(['memory-flush', 'memory-flush', 'compaction', 'turn']);
     const file = path.join(h.config.agents[0]!.workspace, memoryFileOf(h.clock.now(), 'Asia/Tokyo'));
     expect(readFileSync(file, 'utf8').match(/^## /gm)).toHaveLength(2);
   });
 
-  it('writes nothing when the agent answers NO_REPLY, and never flushes when memoryFlush is off', async () => {
+  it('writes nothing when the agent calls no tool (its text is not taken as notes), and never flushes when memoryFlush is off', async () => {
     h = await startHarness({ config: config() });
     await h.send('hello');
     await h.seed(20, (i) => `fact ${i}: ${words(100)}`);
@@ -93,12 +106,20 @@ describe('memory flush', () => {
     expect(h.fake.requests.map(kindOf)).toContain('compaction');
   });
 
-  it('reads dates in the given zone and treats NO_REPLY variants as nothing to keep', () => {
+  it('reads dates in the given zone, and memory_search finds notes by all their words, newest first', async () => {
     expect(localDate(Date.parse('2026-03-02T20:30:00Z'), 'Asia/Tokyo')).toBe('2026-03-03');
     expect(localDate(Date.parse('2026-03-02T20:30:00Z'), 'America/Los_Angeles')).toBe('2026-03-02');
-    expect(flushNotes(' NO_REPLY. ')).toBeUndefined();
-    expect(flushNotes('`NO_REPLY`')).toBeUndefined();
-    expect(flushNotes('')).toBeUndefined();
-    expect(flushNotes('- keep this\n')).toBe('- keep this');
+    h = await startHarness();
+    const dir = path.join(h.config.agents[0]!.workspace, 'memory');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, '2026-03-01.md'), '## 09:00 · k\n\n- green tea for Alice\n\n## 10:00 · k\n\n- Bob likes coffee\n\n');
+    writeFileSync(path.join(dir, '2026-03-02.md'), '## 08:00 · k\n\n- Alice switched to GREEN tea with honey\n\n');
+    const hits = await searchMemoryNotes(h.config.agents[0]!.workspace, 'alice green', 10);
+    expect(hits.map((x) => [x.file, x.text])).toEqual([
+      ['memory/2026-03-02.md', '- Alice switched to GREEN tea with honey'],
+      ['memory/2026-03-01.md', '- green tea for Alice'],
+    ]);
+    expect(await searchMemoryNotes(h.config.agents[0]!.workspace, 'alice coffee', 10)).toEqual([]);
+    expect(await searchMemoryNotes(path.join(h.dir, 'nowhere'), 'x', 10)).toEqual([]);
   });
 });

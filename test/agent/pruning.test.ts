@@ -1,17 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyPruning, planPruning, protectedFrom, pruningDue, SOFT_TRIM } from '../../src/agent/pruning.ts';
-import type { ToolExecutor } from '../../src/agent/runtime.ts';
+import { z } from 'zod';
+import { defineTool } from '../../src/tools/tool.ts';
 import type { TranscriptMessage } from '../../src/sessions/transcript.ts';
 import type { FakeReply, RecordedRequest } from '../fakes/fake-openai.ts';
 import { defaultReply, kindOf, startHarness, type Harness } from './harness.ts';
 
 const big = (tag: string) => `${tag}-head ${'x'.repeat(10_000)} ${tag}-tail`;
 let calls = 0;
-const tools: ToolExecutor = {
-  schemas: () => [{ name: 'fetch_page', description: 'fetches a page', parameters: { type: 'object', properties: { url: { type: 'string' } } } }],
-  execute: async (_name, args) => big(JSON.parse(args).url as string),
-};
+const tools = [defineTool({ name: 'fetch_page', group: 'test', description: 'fetches a page', schema: z.object({ url: z.string() }), run: async ({ url }) => big(url) })];
 /** Each user message gets one tool call, then an answer. */
 const toolThenAnswer = (r: RecordedRequest): FakeReply => {
   if (kindOf(r) !== 'turn') return defaultReply(r);

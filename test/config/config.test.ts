@@ -24,7 +24,12 @@ describe('loadConfig', () => {
     expect(c.session).toMatchObject({ dmScope: 'main', threads: 'separate', identityLinks: {}, maxActiveSessions: 10000, resetTriggers: ['/new', '/reset'], notifyOnReset: true, resetArchiveRetentionDays: 30 });
     expect(c.channels.telegram[0]).toMatchObject({ accountId: 'default', enabled: false, mode: 'polling', dmPolicy: 'pairing', groupPolicy: 'allowlist', requireMention: true });
     expect(c.channels.slack[0]).toMatchObject({ mode: 'socket' });
-    expect(c.backgroundExecution).toEqual({ enabled: false, maxConcurrentBackgroundTurns: 3, autoResumeOnStartup: true });
+    expect(c.backgroundExecution).toEqual({
+      enabled: false, maxConcurrentBackgroundTurns: 3, maxBatchesPerGoal: 10, autoResumeOnStartup: true, tokenBudget: 128000, maxWallClockMinutes: 360, maxToolCalls: 1000,
+    });
+    expect(c.tools).toEqual({ timeoutSeconds: 60, maxResultChars: 50000, sessions: { visibility: 'tree', maxSpawnDepth: 2, maxChildren: 5 } });
+    expect(c.agentDefaults.tools).toEqual({ preset: 'messaging', allow: [], deny: [] });
+    expect(c.agents[0]!.tools).toEqual({ preset: 'messaging', allow: [], deny: [] });
   });
 
   it('reads JSON5 from switchboard.json, the environment and .env; the environment wins', () => {

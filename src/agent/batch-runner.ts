@@ -1,0 +1,212 @@
+import { randomUUID } from 'node:crypto';
+import type { ResolvedConfig } from '../config/resolved.ts';
+import type { TokenUsage, TurnResult } from '../core/channel-adapter.ts';
+import type { Clock } from '../core/clock.ts';
+import { TurnAbortedError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+import type { InboundMessage } from '../core/message.ts';
+import type { ProviderResponse, ToolSchema } from '../providers/types.ts';
+import type { RunCheckpoint, SessionEntry } from '../sessions/entry.ts';
+import type { ActiveSession } from '../sessions/manager.ts';
+import type { TranscriptEntry, TranscriptMessage } from '../sessions/transcript.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
+import type { ToolOutcome } from '../tools/tool.ts';
+import { ContextOverflowError } from './compaction.ts';
+import type { ContextEngine } from './context-engine.ts';
+import { batchLimitText, interruptedResult, isBackgroundKind, sourceIdOf } from './runs.ts';
+import type { TurnEvents, TurnScope } from './turn-events.ts';
+import { userContent } from './user-content.ts';
+import type { TurnInput } from './runtime.ts';
+
+/** What a batch needs of the runtime. */
+export interface BatchDeps {
+  config: ResolvedConfig;
+  clock: Clock;
+  events: TurnEvents;
+  contextEngine: ContextEngine;
+  registry: ToolRegistry;
+  historyOf(session: ActiveSession): Promise<TranscriptEntry[]>;
+  appendEntries(session: ActiveSession, entries: TranscriptEntry[]): Promise<void>;
+  /** Persists the entry (runState and checkpoint); failures are logged, never thrown. */
+  persist(entry: SessionEntry, logger: Logger): Promise<void>;
+  toolSchemas(entry: SessionEntry, ephemeral?: boolean): ToolSchema[];
+  workspaceOf(entry: SessionEntry): string;
+  timezoneOf(entry: SessionEntry): string;
+}
+
+/** How a batch ended, for the runtime and the gateway. */
+export interface BatchResult {
+  /** The answer to send; empty for a silent background batch. */
+  text: string;
+  outcome: 'replied' | 'skipped';
+  continuation?: TurnResult['continuation'];
+}
+
+/** Per-turn accounting the runtime passes through. */
+export interface BatchScope {
+  usage: TokenUsage;
+  state: { estimated: boolean; model?: string };
+  logger: Logger;
+  scope: () => TurnScope;
+}
+
+/**
+ * One batch of a run (SPEC §11): the user entry (never twice for a replayed delivery), results for tool
+ * calls a crash interrupted, then at most `maxIterationsPerBatch` LLM calls, each answer's tool calls run
+ * in order with every call and result written to the transcript, and the checkpoint persisted after every
+ * result. A batch that reaches the limit ends `continuing` and asks for a background continuation when the
+ * session has a goal and background execution is on.
+ */
+export class BatchRunner {
+  private readonly deps: BatchDeps;
+
+  constructor(deps: BatchDeps) {
+    this.deps = deps;
+  }
+
+  async run(session: ActiveSession, input: TurnInput, scope: BatchScope): Promise<BatchResult> {
+    const { message, signal, correlationId } = input;
+    const entry = session.entry;
+    const kind = message.internal?.kind;
+    const background = isBackgroundKind(kind);
+    const history = await this.deps.historyOf(session);
+    await this.repairInterrupted(session, history, input, scope);
+
+    const sourceId = sourceIdOf(message);
+    const recorded = input.replayed ? findRecorded(history, sourceId) : undefined;
+    if (recorded?.answer !== undefined) {
+      scope.logger.info({ sourceId }, 'replayed message was already answered; its recorded answer is sent, the model is not called again');
+      entry.runState = entry.goal ? 'completed' : 'idle';
+      return { text: recorded.answer, outcome: 'replied' };
+    }
+    if (!recorded) {
+      await this.deps.appendEntries(session, [{
+        type: 'message', id: randomUUID(), role: 'user', content: userContent(message, input.groupContext), at: this.iso(), correlationId,
+        ...(message.chatType !== 'direct' && message.sender.name && !message.internal ? { name: message.sender.name } : {}), sourceId,
+      }]);
+    }
+
+    const limits = this.deps.config.backgroundExecution;
+    const max = this.deps.config.agentDefaults.maxIterationsPerBatch;
+    const previous = entry.checkpoint;
+    const checkpoint: RunCheckpoint = background && previous
+      ? { ...previous, goal: entry.goal, batch: kind === 'background_auto_continue' ? previous.batch + 1 : Math.max(1, previous.batch), iteration: 0, correlationId }
+      : { goal: entry.goal, batch: 1, iteration: 0, correlationId, toolCalls: 0, startedAt: this.deps.clock.now() };
+    entry.checkpoint = checkpoint;
+    entry.runState = 'running';
+
+    const turnStartedAt = this.deps.clock.now();
+    const turnState = {};
+    for (let iteration = 0; iteration < max; iteration++) {
+      if (signal.aborted) throw new TurnAbortedError();
+      const tools = this.deps.toolSchemas(entry, message.ephemeral);
+      let response: ProviderResponse;
+      try {
+        response = await this.deps.contextEngine.complete(session, { ...input, usage: scope.usage, state: scope.state, logger: scope.logger, tools, turnStartedAt, turnState, ephemeral: message.ephemeral });
+      } catch (error) {
+        if (!(error instanceof ContextOverflowError)) throw error;
+        await this.deps.appendEntries(session, [this.assistant(error.message, correlationId)]);
+        return this.finish(session, error.message, checkpoint, background, scope, iteration + 1);
+      }
+      checkpoint.iteration = iteration + 1;
+      if (response.toolCalls.length === 0) {
+        const final = this.assistant(response.content, correlationId);
+        await this.deps.appendEntries(session, [final]);
+        checkpoint.lastEntryId = final.id;
+        return this.finish(session, response.content.trim() || '(no answer)', checkpoint, background, scope, iteration + 1);
+      }
+      const calls = response.toolCalls.map((c, i) => ({ ...c, id: c.id || `call_${randomUUID().slice(0, 8)}_${i}` }));
+      const asked: TranscriptMessage = { ...this.assistant(response.content, correlationId), toolCalls: calls };
+      // The call is on disk before it runs: after a crash, a call with no result is known to be interrupted.
+      await this.deps.appendEntries(session, [asked]);
+      checkpoint.lastEntryId = asked.id;
+      await this.deps.persist(entry, scope.logger);
+      for (const call of calls) {
+        const t0 = this.deps.clock.now();
+        const outcome: ToolOutcome = await this.deps.registry.execute(call, tools, {
+          entry, message, correlationId, signal, logger: scope.logger, workspace: this.deps.workspaceOf(entry), timezone: this.deps.timezoneOf(entry),
+          now: () => this.deps.clock.now(), lendSlot: input.lendSlot ?? ((work) => work()),
+        });
+        const result: TranscriptMessage = { type: 'message', id: randomUUID(), role: 'tool', content: outcome.content, toolCallId: call.id, at: this.iso(), correlationId };
+        await this.deps.appendEntries(session, [result]);
+        checkpoint.lastEntryId = result.id;
+        checkpoint.toolCalls = (checkpoint.toolCalls ?? 0) + 1;
+        await this.deps.persist(entry, scope.logger);
+        this.deps.events.emit('onToolCall', { ...scope.scope(), name: call.name, ok: outcome.outcome === 'ok', outcome: outcome.outcome, durationMs: this.deps.clock.now() - t0, at: this.deps.clock.now() });
+        if (signal.aborted) throw new TurnAbortedError();
+      }
+    }
+    return this.atLimit(session, checkpoint, background, message, scope, max);
+  }
+
+  /** Gives every call of the last tool-calling answer that has no result an "interrupted" result. */
+  private async repairInterrupted(session: ActiveSession, history: readonly TranscriptEntry[], input: TurnInput, scope: BatchScope): Promise<void> {
+    const answered = new Set<string>();
+    for (let i = history.length - 1; i >= 0; i--) {
+      const e = history[i] as TranscriptEntry;
+      if (e.type !== 'message') continue;
+      if (e.role === 'tool' && e.toolCallId) answered.add(e.toolCallId);
+      else if (e.role === 'user') return;
+      else if (e.role === 'assistant' && e.toolCalls?.length) {
+        const missing = e.toolCalls.filter((c) => !answered.has(c.id));
+        if (!missing.length) return;
+        await this.deps.appendEntries(session, missing.map((c) => ({
+          type: 'message' as const, id: randomUUID(), role: 'tool' as const, content: interruptedResult(c.name), toolCallId: c.id, at: this.iso(), correlationId: input.correlationId,
+        })));
+        for (const c of missing) this.deps.events.emit('onToolCall', { ...scope.scope(), name: c.name, ok: false, outcome: 'interrupted', durationMs: 0, at: this.deps.clock.now() });
+        scope.logger.warn({ calls: missing.map((c) => c.name) }, 'tool calls interrupted by a stop or crash got an "interrupted" result');
+        return;
+      }
+    }
+  }
+
+  private finish(session: ActiveSession, text: string, checkpoint: RunCheckpoint, background: boolean, scope: BatchScope, iterations: number): BatchResult {
+    const entry = session.entry;
+    entry.runState = entry.goal ? 'completed' : 'idle';
+    this.deps.events.emit('onBatchEnd', { ...scope.scope(), background, outcome: 'completed', batch: checkpoint.batch, iterations, at: this.deps.clock.now() });
+    return { text, outcome: 'replied' };
+  }
+
+  private atLimit(session: ActiveSession, checkpoint: RunCheckpoint, background: boolean, message: InboundMessage, scope: BatchScope, max: number): BatchResult {
+    const entry = session.entry;
+    const limits = this.deps.config.backgroundExecution;
+    const goalRun = limits.enabled && Boolean(entry.goal) && !message.ephemeral;
+    const emit = (outcome: 'continuing' | 'budget-limited') =>
+      this.deps.events.emit('onBatchEnd', { ...scope.scope(), background, outcome, batch: checkpoint.batch, iterations: max, at: this.deps.clock.now() });
+    if (goalRun && checkpoint.batch >= limits.maxBatchesPerGoal) {
+      entry.runState = 'budget-limited';
+      emit('budget-limited');
+      return { text: batchLimitText('budget-limited', { max, batch: checkpoint.batch, maxBatches: limits.maxBatchesPerGoal, goal: entry.goal }), outcome: 'replied' };
+    }
+    entry.runState = 'continuing';
+    emit('continuing');
+    if (!goalRun) return { text: batchLimitText('stopped', { max, batch: checkpoint.batch, maxBatches: limits.maxBatchesPerGoal }), outcome: 'replied' };
+    // The first time a goal's work outgrows a batch the user hears it goes on; later batches stay quiet.
+    const text = background ? '' : batchLimitText('background', { max, batch: checkpoint.batch, maxBatches: limits.maxBatchesPerGoal, goal: entry.goal });
+    return { text, outcome: 'replied', continuation: { deliverTo: entry.goalTarget ?? entry.deliveryTarget } };
+  }
+
+  private assistant(content: string, correlationId: string): TranscriptMessage {
+    return { type: 'message', id: randomUUID(), role: 'assistant', content, at: this.iso(), correlationId };
+  }
+
+  private iso(): string {
+    return new Date(this.deps.clock.now()).toISOString();
+  }
+}
+
+/** Where a replayed delivery stands in the transcript: its user entry, and its final answer if one was written. */
+function findRecorded(history: readonly TranscriptEntry[], sourceId: string): { answer?: string } | undefined {
+  for (let i = history.length - 1, seen = 0; i >= 0 && seen < 500; i--, seen++) {
+    const e = history[i] as TranscriptEntry;
+    if (e.type !== 'message' || e.role !== 'user' || e.sourceId !== sourceId) continue;
+    for (let j = i + 1; j < history.length; j++) {
+      const after = history[j] as TranscriptEntry;
+      if (after.type !== 'message') continue;
+      if (after.role === 'user') break;
+      if (after.role === 'assistant' && !after.toolCalls?.length) return { answer: after.content.trim() || '(no answer)' };
+    }
+    return {};
+  }
+  return undefined;
+}

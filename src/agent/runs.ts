@@ -1,0 +1,45 @@
+import type { SessionEntry } from '../sessions/entry.ts';
+import type { InboundMessage, InternalKind } from '../core/message.ts';
+
+/** Internal kinds that are batches of a background goal run. */
+export function isBackgroundKind(kind: InternalKind | undefined): kind is 'background_auto_continue' | 'background_auto_resume' {
+  return kind === 'background_auto_continue' || kind === 'background_auto_resume';
+}
+
+/** The delivery a user entry came from, so a replayed message is recognised in the transcript. */
+export function sourceIdOf(message: InboundMessage): string {
+  return `${message.channel}:${message.accountId}:${message.deliveryId ?? message.id}`;
+}
+
+/** The result a tool call gets when a stop or crash cut it short. */
+export function interruptedResult(tool: string): string {
+  return `Error: interrupted: the call to ${tool} was cut short (the gateway stopped or restarted) and was not run again. Check whether it took effect before calling it again.`;
+}
+
+/** The prompt of a background batch (SPEC §11). */
+export function goalPrompt(kind: 'background_auto_continue' | 'background_auto_resume'): string {
+  const why = kind === 'background_auto_resume' ? 'The gateway restarted while you were working.' : 'The previous batch of steps reached its limit.';
+  return `[${kind}] ${why} Continue working toward the standing goal. When it is reached, answer with the result.`;
+}
+
+/** What the user is told when a batch reaches `maxIterationsPerBatch`. */
+export function batchLimitText(
+  kind: 'stopped' | 'background' | 'budget-limited',
+  f: { max: number; batch: number; maxBatches: number; goal?: string },
+): string {
+  switch (kind) {
+    case 'stopped':
+      return `I stopped after ${f.max} tool steps without a final answer. Say "continue" to let me go on.`;
+    case 'background':
+      return `This needs more than ${f.max} steps. I'm continuing in the background toward the goal (${f.goal}) and will post the result here. /stop pauses it, /goal off ends it.`;
+    case 'budget-limited':
+      return `I stopped working on the goal after ${f.batch} batches of ${f.max} steps (the limit is ${f.maxBatches} batches per goal). Say "continue" to go on, or /goal off to drop it.`;
+  }
+}
+
+/** `/stop` on a goal run: a run that is running or waiting for its next batch is paused. True when it changed. */
+export function pauseGoalRun(entry: SessionEntry): boolean {
+  if (!entry.goal || (entry.runState !== 'running' && entry.runState !== 'continuing')) return false;
+  entry.runState = 'paused';
+  return true;
+}

@@ -1,0 +1,44 @@
+import type { ResolvedConfig } from '../config/resolved.ts';
+import type { InboundSink } from '../core/channel-adapter.ts';
+import type { SessionEntry } from '../sessions/entry.ts';
+import type { SessionInit, SessionManager } from '../sessions/manager.ts';
+import type { TranscriptEntry } from '../sessions/transcript.ts';
+import { memoryTools } from './memory-tools.ts';
+import { realTimeout, ToolRegistry, type TimeoutHandle } from './registry.ts';
+import type { SessionReader } from './session-access.ts';
+import { sessionTools } from './session-tools.ts';
+
+/** What the built-in tools need from the gateway around them. */
+export interface BuiltinToolDeps {
+  config: ResolvedConfig;
+  sessions: SessionManager;
+  reader: SessionReader;
+  /** The gateway's sink, once it exists. */
+  sink(): InboundSink;
+  history(entry: SessionEntry): Promise<TranscriptEntry[]>;
+  timeout?: (ms: number) => TimeoutHandle;
+}
+
+/** The registry with the built-in groups: `group:sessions` and `group:memory` (SPEC §11). */
+export function createToolRegistry(deps: BuiltinToolDeps): ToolRegistry {
+  const timeout = deps.timeout ?? realTimeout;
+  const registry = new ToolRegistry({ timeoutMs: deps.config.tools.timeoutSeconds * 1000, maxResultChars: deps.config.tools.maxResultChars, timeout });
+  const createSession = async (init: SessionInit & { spawnDepth: number }): Promise<SessionEntry> => {
+    const { spawnDepth, ...rest } = init;
+    const session = await deps.sessions.acquire(rest);
+    try {
+      session.entry.spawnDepth = spawnDepth;
+      await deps.sessions.save(session.entry);
+      return session.entry;
+    } finally {
+      deps.sessions.release(session);
+    }
+  };
+  for (const tool of [...sessionTools({ config: deps.config, reader: deps.reader, sink: deps.sink, createSession, history: deps.history, timeout }), ...memoryTools()]) {
+    registry.register(tool);
+  }
+  return registry;
+}
+
+export { ToolRegistry } from './registry.ts';
+export type { Tool, ToolContext } from './tool.ts';
