@@ -1,0 +1,96 @@
+import type { z } from 'zod';
+import { didYouMean } from '../core/did-you-mean.ts';
+
+type Def = { type: string; shape?: Record<string, unknown>; innerType?: unknown; in?: unknown; valueType?: unknown; element?: unknown; options?: unknown[] };
+
+function defOf(schema: unknown): Def | undefined {
+  return (schema as { _zod?: { def?: Def } } | undefined)?._zod?.def;
+}
+
+/** The object keys the schema allows at `keyPath` (through defaults, optionals, records, arrays and unions). */
+export function knownKeysAt(schema: unknown, keyPath: readonly PropertyKey[]): string[] {
+  let nodes: unknown[] = [schema];
+  const unwrap = (node: unknown): unknown[] => {
+    const def = defOf(node);
+    if (!def) return [];
+    if (def.innerType) return unwrap(def.innerType);
+    if (def.type === 'pipe' && def.in) return unwrap(def.in);
+    if (def.type === 'union' && def.options) return def.options.flatMap(unwrap);
+    return [node];
+  };
+  for (const key of keyPath) {
+    nodes = nodes.flatMap(unwrap).flatMap((node) => {
+      const def = defOf(node)!;
+      if (def.type === 'object' && def.shape) return def.shape[String(key)] ? [def.shape[String(key)]] : [];
+      if (def.type === 'record') return [def.valueType];
+      if (def.type === 'array') return [def.element];
+      return [];
+    });
+  }
+  return [...new Set(nodes.flatMap(unwrap).flatMap((node) => Object.keys(defOf(node)?.shape ?? {})))];
+}
+
+function valueAt(raw: unknown, keyPath: readonly PropertyKey[]): { found: boolean; value?: unknown } {
+  let node = raw;
+  for (const key of keyPath) {
+    if (node === null || typeof node !== 'object' || !(String(key) in (node as object))) return { found: false };
+    node = (node as Record<string, unknown>)[String(key)];
+  }
+  return { found: true, value: node };
+}
+
+const EXPECTED: Record<string, string> = {
+  number: 'a number', int: 'a whole number', string: 'a string', boolean: 'true or false', object: 'an object ({ ... })',
+  array: 'a list ([ ... ])', record: 'an object ({ ... })',
+};
+
+function shown(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const text = JSON.stringify(value);
+  return text === undefined ? String(value) : text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/**
+ * One line per problem: the key, where its value came from, and what was wrong, e.g.
+ * `gateway.port (from SWITCHBOARD_PORT): expected a number, got "abc"` or
+ * `gateway.prot: unknown key "prot" (did you mean "port"?)`.
+ */
+export function describeConfigIssue(issue: z.core.$ZodIssue, schema: unknown, raw: unknown, sources: ReadonlyMap<string, string>): string {
+  const key = issue.path.map(String).join('.') || '(root)';
+  const source = sources.get(key);
+  const where = source ? ` (from ${source})` : '';
+  const at = valueAt(raw, issue.path);
+  let message = issue.message;
+  if (issue.code === 'unrecognized_keys') {
+    const known = knownKeysAt(schema, issue.path);
+    message = issue.keys.map((k) => {
+      const guess = didYouMean(k, known);
+      return `unknown key "${k}"${guess ? ` (did you mean "${guess}"?)` : ''}`;
+    }).join('; ');
+  } else if (issue.code === 'invalid_type') {
+    message = `expected ${EXPECTED[issue.expected] ?? issue.expected}, got ${shown(at.value)}`;
+  } else if (issue.code === 'invalid_value' && issue.values.length) {
+    const options = issue.values.map((v) => JSON.stringify(v));
+    const guess = typeof at.value === 'string' ? didYouMean(at.value, issue.values.map(String)) : undefined;
+    message = `expected ${options.length === 1 ? options[0] : `one of ${options.join(', ')}`}, got ${shown(at.value)}${guess ? ` (did you mean "${guess}"?)` : ''}`;
+  } else if (at.found && !/got |received /.test(message)) {
+    message = `${message.replace(/^Invalid input: /, '')}, got ${shown(at.value)}`;
+  }
+  return `${key}${where}: ${message}`;
+}
+
+/** A JSON5 syntax error with the offending line and a caret under the column. */
+export function describeSyntaxError(file: string, text: string, error: Error & { lineNumber?: number; columnNumber?: number }): string {
+  const reason = error.message.replace(/^JSON5: /, '').replace(/ at \d+:\d+$/, '');
+  const line = error.lineNumber;
+  if (!line) return `Cannot parse ${file}: ${reason}. The file must be JSON or JSON5.`;
+  const column = error.columnNumber ?? 1;
+  const source = (text.split(/\r?\n/)[line - 1] ?? '').replace(/\t/g, ' ');
+  const gutter = String(line);
+  return [
+    `Cannot parse ${file}: ${reason} at line ${line}, column ${column}:`,
+    `  ${gutter} | ${source}`,
+    `  ${' '.repeat(gutter.length)} | ${' '.repeat(Math.max(0, column - 1))}^`,
+    'The file must be JSON or JSON5 (comments, unquoted keys and trailing commas are fine).',
+  ].join('\n');
+}
