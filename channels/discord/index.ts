@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { Client, Events, GatewayIntentBits, Partials, type Message, type SendableChannels } from 'discord.js';
 import type { ChannelAdapter, ChannelStatus, InboundSink } from '../../src/core/channel-adapter.ts';
 import { ChannelError } from '../../src/core/errors.ts';
+import { runWithLogContext, type LogContext } from '../../src/core/log-context.ts';
 import type { Logger } from '../../src/core/logger.ts';
 import type { DeliveryTarget, OutboundMessage } from '../../src/core/message.ts';
 import type { DiscordAccountConfig } from '../../src/config/resolved.ts';
 import type { ChannelFactoryContext } from '../types.ts';
 import { botRoleIdsOf, factsOf } from './facts.ts';
 import { normalizeDiscordMessage } from './normalize.ts';
+import { guardDispatches } from './packet-guard.ts';
 import { renderDiscord } from './render.ts';
 import { DiscordStartTimeout, startError, tokenSetting } from './start-error.ts';
 
@@ -16,7 +18,24 @@ export interface DiscordChannelOptions extends ChannelFactoryContext {
   account: DiscordAccountConfig;
   /** How long `start()` waits for the gateway to be ready before it gives up (default 30 s). */
   startTimeoutMs?: number;
+  /**
+   * Restarts of a client whose caches may be corrupted (discord.js threw while handling an event): the
+   * first after `baseMs` (default 1 s), doubling with each restart within `windowMs` (default 10 min) of
+   * the previous one, at most `maxMs` (default 5 min).
+   */
+  restartBackoff?: { baseMs?: number; maxMs?: number; windowMs?: number };
+  /** Timers for the restarts (tests pass their own). */
+  timers?: { setTimeout(fn: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
 }
+
+const realTimers = {
+  setTimeout: (fn: () => void, ms: number): unknown => {
+    const timer = setTimeout(fn, ms);
+    timer.unref();
+    return timer;
+  },
+  clearTimeout: (handle: unknown) => clearTimeout(handle as NodeJS.Timeout),
+};
 
 const RECONNECTING = 'reconnecting to the Discord gateway';
 
@@ -39,14 +58,27 @@ class DiscordChannel implements ChannelAdapter {
   private readonly options: DiscordChannelOptions;
   private readonly logger: Logger;
   private client?: Client;
+  /** The replacement client while a restart connects (its messages are taken too; the journal dedupes). */
+  private nextClient?: Client;
   private sink?: InboundSink;
   /** Messages are handed to the gateway one at a time, in arrival order. */
   private intake: Promise<void> = Promise.resolve();
+  private readonly context: LogContext;
+  private readonly timers: NonNullable<DiscordChannelOptions['timers']>;
+  private restartTimer?: unknown;
+  private restarting?: Promise<void>;
+  /** Restarts in a row (each within the window of the previous one), for the backoff. */
+  private restarts = 0;
+  private lastRestartAt = 0;
+  /** Replaced clients being destroyed. */
+  private readonly retiring = new Set<Promise<void>>();
 
   constructor(options: DiscordChannelOptions) {
     this.options = options;
     this.accountId = options.account.accountId;
     this.logger = options.logger.child({ channel: 'discord', accountId: this.accountId });
+    this.context = { channel: 'discord', accountId: this.accountId };
+    this.timers = options.timers ?? realTimers;
   }
 
   async start(sink: InboundSink): Promise<void> {
@@ -58,8 +90,42 @@ class DiscordChannel implements ChannelAdapter {
     this.sink = sink;
     this.status = 'starting';
     this.statusDetail = undefined;
+    let client: Client;
+    try {
+      client = await this.connect((c) => { this.client = c; });
+    } catch (failure) {
+      this.client = undefined;
+      this.fail((failure as Error).message);
+      throw failure;
+    }
+    this.status = 'running';
+    this.logger.info({ botUserId: client.user?.id, botName: client.user?.username, guilds: client.guilds.cache.size }, 'discord connected');
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    const next = this.nextClient;
+    this.client = undefined;
+    this.nextClient = undefined;
+    this.sink = undefined;
+    this.status = 'stopped';
+    if (this.restartTimer !== undefined) this.timers.clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
+    await this.intake;
+    if (next) await destroyClient(next);
+    if (client) await destroyClient(client);
+    await this.restarting;
+    await Promise.allSettled([...this.retiring]);
+  }
+
+  /**
+   * A new client, logged in and ready within the start timeout; `created` sees it before it logs in (so
+   * that its first messages are taken). Rejects with a ChannelError (the client destroyed) otherwise.
+   */
+  private async connect(created: (client: Client) => void): Promise<Client> {
+    const { account } = this.options;
     const client = this.createClient();
-    this.client = client;
+    created(client);
     const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
     const loggedIn = client.login(account.token).then(() => ready);
     loggedIn.catch(() => undefined); // A late rejection after a timeout is not unhandled.
@@ -68,26 +134,58 @@ class DiscordChannel implements ChannelAdapter {
     const timeout = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new DiscordStartTimeout(ms)), ms); });
     try {
       await Promise.race([loggedIn, timeout]);
+      return client;
     } catch (error) {
-      const failure = startError(error, account);
-      this.fail(failure.message);
-      this.client = undefined;
       await destroyClient(client);
-      throw failure;
+      throw startError(error, account);
     } finally {
       clearTimeout(timer);
     }
-    this.status = 'running';
-    this.logger.info({ botUserId: client.user?.id, botName: client.user?.username, guilds: client.guilds.cache.size }, 'discord connected');
   }
 
-  async stop(): Promise<void> {
-    const client = this.client;
-    this.client = undefined;
-    this.sink = undefined;
-    this.status = 'stopped';
-    await this.intake;
-    if (client) await destroyClient(client);
+  /**
+   * discord.js threw while handling an event of `client`: its caches may be half updated. A new client is
+   * connected (with backoff, see `restartBackoff`) and takes over; the old one serves until then.
+   */
+  private scheduleRestart(client: Client, reason: string): void {
+    if (client !== this.client || !this.sink || this.restartTimer !== undefined || this.restarting) return;
+    const { baseMs = 1000, maxMs = 300_000, windowMs = 600_000 } = this.options.restartBackoff ?? {};
+    const now = this.options.clock.now();
+    if (now - this.lastRestartAt > windowMs) this.restarts = 0;
+    const delay = Math.min(maxMs, baseMs * 2 ** Math.min(this.restarts, 30));
+    this.statusDetail = `restarting the Discord client in ${Math.round(delay / 100) / 10} s after an internal error (${reason})`;
+    this.logger.warn({ retryInMs: delay, reason }, 'discord: the client may be inconsistent after an internal error; restarting it');
+    this.restartTimer = this.timers.setTimeout(() => {
+      this.restartTimer = undefined;
+      this.restarting = this.restart(client).finally(() => { this.restarting = undefined; });
+    }, delay);
+  }
+
+  private async restart(old: Client): Promise<void> {
+    if (old !== this.client || !this.sink) return;
+    this.restarts++;
+    this.lastRestartAt = this.options.clock.now();
+    let next: Client;
+    try {
+      next = await this.connect((c) => { this.nextClient = c; });
+    } catch (error) {
+      this.nextClient = undefined;
+      if (!this.sink || old !== this.client) return;
+      this.logger.warn({ err: error }, 'discord: restarting the client failed; the old one serves until the next try');
+      this.scheduleRestart(old, 'the last restart failed');
+      return;
+    }
+    this.nextClient = undefined;
+    if (!this.sink || old !== this.client) {
+      await destroyClient(next);
+      return;
+    }
+    this.client = next;
+    this.statusDetail = undefined;
+    this.logger.info({ restarts: this.restarts }, 'discord: client restarted');
+    // The old client goes in the background (its close may take seconds); stop() waits for it.
+    const retiring = destroyClient(old).finally(() => this.retiring.delete(retiring));
+    this.retiring.add(retiring);
   }
 
   async send(target: DeliveryTarget, message: OutboundMessage): Promise<void> {
@@ -115,8 +213,18 @@ class DiscordChannel implements ChannelAdapter {
       allowedMentions: ALLOWED_MENTIONS,
       ...(apiBase ? { rest: { api: apiBase } } : {}),
     });
+    const guarded = guardDispatches(client, {
+      context: this.context,
+      dropped: (event, reason, shardId) => this.logger.warn({ event, reason, shardId }, 'discord: dropped a malformed gateway event'),
+      failed: (event, error, shardId) => {
+        this.logger.error({ err: error, event, shardId }, 'discord: discord.js failed on a gateway event; the channel goes on');
+        this.scheduleRestart(client, `${event}: ${(error as Error)?.message ?? String(error)}`);
+      },
+    });
+    if (!guarded) this.logger.warn('discord: this discord.js version cannot be guarded against malformed gateway events; the process guard remains');
     client.on(Events.MessageCreate, (message) => {
-      this.intake = this.intake.then(() => this.receive(message));
+      if (client !== this.client && client !== this.nextClient) return;
+      this.intake = this.intake.then(() => this.receive(message, client));
     });
     client.on(Events.Error, (err) => this.logger.error({ err }, 'discord client error'));
     client.on(Events.Warn, (warning) => this.logger.warn({ warning }, 'discord client warning'));
@@ -147,13 +255,16 @@ class DiscordChannel implements ChannelAdapter {
   }
 
   /** Normalizes one message and hands it to the gateway; a failure is logged and never stops the client. */
-  private async receive(message: Message): Promise<void> {
+  private receive(message: Message, client: Client): Promise<void> {
     const correlationId = randomUUID();
-    const log = this.logger.child({ correlationId, messageId: message.id, chatId: message.channelId });
+    return runWithLogContext({ ...this.context, correlationId }, () => this.handle(message, client, correlationId));
+  }
+
+  private async handle(message: Message, client: Client, correlationId: string): Promise<void> {
+    const log = this.logger.child({ correlationId, messageId: safeString(() => message.id), chatId: safeString(() => message.channelId) });
     try {
-      const client = this.client;
       const sink = this.sink;
-      if (!client?.user || !sink) return;
+      if (!client.user || !sink) return;
       const result = normalizeDiscordMessage(factsOf(message), {
         accountId: this.accountId,
         botUserId: client.user.id,
@@ -182,6 +293,16 @@ class DiscordChannel implements ChannelAdapter {
   private fail(detail: string): void {
     this.status = 'failed';
     this.statusDetail = detail;
+  }
+}
+
+/** A field read that may throw on a malformed message, as a string for logs. */
+function safeString(read: () => unknown): string | undefined {
+  try {
+    const value = read();
+    return typeof value === 'string' ? value : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -63,6 +63,8 @@ export interface FakeDiscord {
   resumes: number;
   /** Sends a dispatch event to the connected client. */
   dispatch(t: string, d: unknown): void;
+  /** Sends a raw text frame (anything, not necessarily JSON) to the connected client. */
+  sendRaw(text: string): void;
   /** Dispatches MESSAGE_CREATE, filling every field Discord sends; returns the payload. */
   message(fields: FakeMessageFields): Record<string, unknown>;
   /** The next REST call matching `match` is answered 429 with `retry_after` seconds. */
@@ -109,7 +111,11 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   let seq = 0;
   let socket: WebSocket | undefined;
 
+  /** DM channels seen in messages, so that a client that lost its cache can fetch them as Discord allows. */
+  const dmChannels = new Map<string, FakeUser>();
   const channelById = (id: string) => {
+    const recipient = dmChannels.get(id);
+    if (recipient) return { id, type: 1, recipients: [userPayload(recipient)], last_message_id: null, flags: 0 };
     for (const g of guilds) {
       const c = g.channels.find((x) => x.id === id);
       if (c) return channelPayload(g.id, c);
@@ -207,6 +213,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       if (!socket) throw new Error('fake discord: no gateway connection');
       send(socket, { op: 0, t, s: ++seq, d });
     },
+    sendRaw(text) {
+      if (!socket) throw new Error('fake discord: no gateway connection');
+      socket.send(text);
+    },
     message(fields) {
       const payload = messagePayload({
         id: fields.id ?? snowflake(),
@@ -218,6 +228,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         attachments: fields.attachments,
         referenced_message: fields.referenced_message,
       });
+      if (!fields.guild_id) dmChannels.set(fields.channel_id, fields.author ?? { id: '2000000000000000002', username: 'alice', global_name: 'Alice' });
       if (fields.guild_id) {
         payload.guild_id = fields.guild_id;
         payload.member = { roles: [], joined_at: iso(), deaf: false, mute: false, flags: 0 };
