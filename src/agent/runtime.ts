@@ -353,7 +353,8 @@ export class AgentRuntime {
   ): Promise<ProviderResponse> {
     const entry = session.entry;
     const t0 = this.options.clock.now();
-    const scope = { correlationId: input.correlationId, sessionKey: session.key, sessionId: entry.sessionId, channel: input.message.channel, agentId: entry.agentId };
+    const parentCorrelationId = input.message.internal?.parentCorrelationId;
+    const scope = { correlationId: input.correlationId, sessionKey: session.key, sessionId: entry.sessionId, channel: input.message.channel, agentId: entry.agentId, ...(parentCorrelationId ? { parentCorrelationId } : {}) };
     let response: ProviderResponse;
     try {
       response = await provider.complete(

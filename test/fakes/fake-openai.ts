@@ -37,11 +37,12 @@ export interface FakeOpenAI {
   requests: RecordedRequest[];
   /** Replies used in order; when empty, `fallback` answers. */
   script: FakeReply[];
-  fallback: (request: RecordedRequest) => FakeReply;
+  /** May answer later (a promise), to hold a request open until the test lets it go. */
+  fallback: (request: RecordedRequest) => FakeReply | Promise<FakeReply>;
   close(): Promise<void>;
 }
 
-export async function startFakeOpenAI(fallback?: (request: RecordedRequest) => FakeReply): Promise<FakeOpenAI> {
+export async function startFakeOpenAI(fallback?: (request: RecordedRequest) => FakeReply | Promise<FakeReply>): Promise<FakeOpenAI> {
   const fake: FakeOpenAI = {
     baseURL: '',
     requests: [],
@@ -66,7 +67,7 @@ export async function startFakeOpenAI(fallback?: (request: RecordedRequest) => F
     }
     const recorded: RecordedRequest = { path, headers: req.headers, body: JSON.parse(raw), raw };
     fake.requests.push(recorded);
-    const reply = fake.script.shift() ?? fake.fallback(recorded);
+    const reply = fake.script.shift() ?? await fake.fallback(recorded);
     if (reply.delayMs) {
       const closed = await new Promise<boolean>((resolve) => {
         const t = setTimeout(() => resolve(false), reply.delayMs);
