@@ -1,0 +1,135 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { TranscriptMessage } from '../../src/sessions/transcript.ts';
+import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
+import { tempDir } from '../helpers/gateway.ts';
+
+const bin = path.resolve(import.meta.dirname, '../../bin/switchboard.mjs');
+
+/** `switchboard start` as a real process; resolves its URL once it listens. */
+function startProcess(dir: string) {
+  const child = spawn(process.execPath, [bin, 'start'], {
+    cwd: dir, env: { PATH: process.env.PATH, HOME: dir, SWITCHBOARD_PORT: '0', SWITCHBOARD_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  const url = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      lines.push(line);
+      try {
+        const parsed = JSON.parse(line) as { msg?: string; url?: string };
+        if (parsed.msg === 'Switchboard is running' && parsed.url) resolve(parsed.url);
+      } catch { /* not JSON */ }
+    });
+    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${lines.join('\n')}`)));
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return { child, url, lines, exited };
+}
+
+const rounds = (r: RecordedRequest) => r.body.messages.filter((m) => m.role === 'assistant' && m.tool_calls?.length).length;
+const firstUser = (r: RecordedRequest) => userText(r.body.messages.find((m) => m.role === 'user')?.content);
+const lastUser = (r: RecordedRequest) => userText([...r.body.messages].reverse().find((m) => m.role === 'user')?.content);
+const call = (id: string, name: string, args: Record<string, unknown>): FakeReply => ({ toolCalls: [{ id, name, arguments: JSON.stringify(args) }] });
+
+async function until<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string, tries = 4000): Promise<T> {
+  for (let i = 0; i < tries; i++) {
+    const value = await Promise.resolve().then(probe).catch(() => undefined);
+    if (value !== undefined && value !== false) return value as T;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('background runs across SIGKILL', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let fake: FakeOpenAI;
+  const procs: ReturnType<typeof startProcess>[] = [];
+  beforeEach(async () => {
+    tmp = tempDir();
+    fake = await startFakeOpenAI();
+  });
+  afterEach(async () => {
+    for (const p of procs.splice(0)) { p.child.kill('SIGKILL'); await p.exited; }
+    await fake.close();
+    tmp.remove();
+  });
+
+  it('a run killed with a tool call in flight resumes at the next start and completes; nothing recorded runs or appears twice', async () => {
+    writeFileSync(path.join(tmp.dir, 'switchboard.json'), JSON.stringify({
+      providers: { default: { baseUrl: fake.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0 } },
+      agents: { defaults: { maxIterationsPerBatch: 2 } },
+      backgroundExecution: { enabled: true },
+      session: { dmScope: 'per-peer', reset: { mode: 'off' } },
+    }));
+    let releaseChild!: () => void;
+    const childHeld = new Promise<void>((resolve) => { releaseChild = resolve; });
+    let childKey = '';
+    fake.fallback = async (r): Promise<FakeReply> => {
+      if (firstUser(r) === 'slow child') {
+        if (lastUser(r) === 'report') { await childHeld; return { content: 'child report: 3 items' }; }
+        return { content: 'child ready' };
+      }
+      const n = rounds(r);
+      if (n === 0) return call('c-spawn', 'sessions_spawn', { prompt: 'slow child', label: 'kid' });
+      if (n === 1) {
+        const spawned = r.body.messages.find((m) => m.role === 'tool')!;
+        childKey = (JSON.parse(spawned.content!) as { sessionKey: string }).sessionKey;
+        return call('c-yield', 'sessions_yield', { sessionKey: childKey, message: 'report', timeoutSeconds: 600 });
+      }
+      if (n <= 4) return call(`c-note-${n}`, 'memory_write', { note: `- item ${n}` });
+      return { content: 'collected every item' };
+    };
+
+    const first = startProcess(tmp.dir);
+    procs.push(first);
+    let url = await first.url;
+    const post = (text: string) => fetch(`${url}/webchat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'alice', text }) });
+    expect(((await (await post('/goal collect items')).json()) as { reply: string }).reply).toMatch(/^Goal set/);
+    void post('work').catch(() => undefined);
+    // Kill once the yield is in flight: the parent's call is on disk, the child's answer held open.
+    await until(() => fake.requests.some((r) => firstUser(r) === 'slow child' && lastUser(r) === 'report'), 'the yield to reach the child');
+    const parentKey = 'agent:main:direct:alice';
+    const history = async () => ((await (await fetch(`${url}/admin/sessions/${encodeURIComponent(parentKey)}/history`)).json()) as { entries: TranscriptMessage[] }).entries;
+    await until(async () => (await history()).some((e) => e.toolCalls?.[0]?.id === 'c-yield'), 'the yield call to be recorded');
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    releaseChild();
+    const second = startProcess(tmp.dir);
+    procs.push(second);
+    url = await second.url;
+    const entryOf = async () => (await (await fetch(`${url}/admin/sessions/${encodeURIComponent(parentKey)}`)).json()) as { runState: string; checkpoint?: { batch: number } };
+    await until(async () => (await entryOf()).runState === 'completed', 'the resumed run to complete');
+
+    const entries = (await history()).filter((e) => e.type === 'message');
+    expect(entries.at(-1)!.content).toBe('collected every item');
+    const results = entries.filter((e) => e.role === 'tool');
+    const ids = results.map((e) => e.toolCallId);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toEqual(['c-spawn', 'c-yield', 'c-note-2', 'c-note-3', 'c-note-4']);
+    expect(results[1]!.content).toMatch(/^Error: interrupted: the call to sessions_yield was cut short/);
+    // No user entry twice; the sub-agent's report (journaled before the kill) and the resume may come in either order.
+    const users = entries.filter((e) => e.role === 'user');
+    expect(new Set(users.map((e) => e.sourceId)).size).toBe(users.length);
+    const kinds = users.map((e) => e.content.split(']')[0]);
+    expect(kinds[0]).toBe('work');
+    expect(kinds.filter((k) => k === 'work' || k === '[background_auto_resume' || k === '[subagent kid finished').sort()).toEqual(['[background_auto_resume', '[subagent kid finished', 'work']);
+    expect(kinds.every((k) => ['work', '[background_auto_resume', '[subagent kid finished', '[background_auto_continue'].includes(k!))).toBe(true);
+    // Each note was written once: nothing the transcript recorded ran again.
+    const memoryDir = path.join(tmp.dir, 'workspace', 'memory');
+    const notes = readdirSync(memoryDir).map((f) => readFileSync(path.join(memoryDir, f), 'utf8')).join('');
+    for (const n of [2, 3, 4]) expect(notes.split(`- item ${n}\n`).length - 1).toBe(1);
+    // The child's journaled message was replayed without a second user entry.
+    const child = ((await (await fetch(`${url}/admin/sessions/${encodeURIComponent(childKey)}/history`)).json()) as { entries: TranscriptMessage[] }).entries;
+    await until(async () => {
+      const h = ((await (await fetch(`${url}/admin/sessions/${encodeURIComponent(childKey)}/history`)).json()) as { entries: TranscriptMessage[] }).entries;
+      return h.some((e) => e.content === 'child report: 3 items') || undefined;
+    }, 'the child to answer its replayed message');
+    const childUsers = child.filter((e) => e.role === 'user').map((e) => e.content);
+    expect(childUsers).toEqual(['slow child', 'report']);
+    expect(existsSync(path.join(tmp.dir, 'data', 'inbox.jsonl'))).toBe(true);
+  }, 60_000);
+});
