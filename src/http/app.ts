@@ -1,6 +1,10 @@
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
+import { bearerAuth } from 'hono/bearer-auth';
 import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import { requestId } from 'hono/request-id';
+import { ConfigError } from '../core/errors.ts';
 import type { HttpRoute } from '../core/channel-adapter.ts';
 import type { Logger } from '../core/logger.ts';
 import { errorResponse, jsonError } from './http-error.ts';
@@ -8,6 +12,8 @@ import { errorResponse, jsonError } from './http-error.ts';
 /** Variables set per request. */
 export interface HttpVariables {
   correlationId: string;
+  /** Set by Hono's requestId middleware; the same value as `correlationId`. */
+  requestId: string;
 }
 
 export type HttpApp = Hono<{ Variables: HttpVariables }>;
@@ -23,34 +29,49 @@ export interface HttpAppOptions {
   channelRoutes: HttpRoute[];
 }
 
+/** Characters a bearer token may have (RFC 6750 b64token), as Hono's bearerAuth checks them. */
+const TOKEN_CHARS = /^[A-Za-z0-9._~+/-]+=*$/;
+
 /** Correlation id of a request: `X-Request-Id` or `X-Trace-Id` when sane, else a new UUID. */
 export function requestCorrelationId(headers: Headers): string {
   const given = headers.get('x-request-id') ?? headers.get('x-trace-id');
-  return given && /^[\w.:\-]{1,128}$/.test(given) ? given : randomUUID();
+  return given && /^[\w=-]{1,128}$/.test(given) ? given : randomUUID();
+}
+
+/** The error code of a JSON error answer, for the log line of a refused request. */
+async function errorCodeOf(response: Response): Promise<string | undefined> {
+  if (!(response.headers.get('content-type') ?? '').includes('json')) return undefined;
+  try {
+    return ((await response.clone().json()) as { error?: { code?: string } }).error?.code;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The Hono app: correlation ids, bearer auth, body limit, JSON errors, then the mounted routes. */
 export function createHttpApp(options: HttpAppOptions): HttpApp {
   const app: HttpApp = new Hono<{ Variables: HttpVariables }>();
+  // X-Request-Id (else X-Trace-Id, else a new UUID) is the correlation id, echoed as X-Correlation-Id.
+  app.use('*', requestId({ limitLength: 128, generator: (c) => requestCorrelationId(new Headers({ 'x-trace-id': c.req.header('x-trace-id') ?? '' })) }));
   app.use('*', async (c, next) => {
-    const correlationId = requestCorrelationId(c.req.raw.headers);
+    const correlationId = c.get('requestId');
     c.set('correlationId', correlationId);
     await next();
     c.res.headers.set('X-Correlation-Id', correlationId);
+    if (c.res.status >= 400 && c.res.status < 500 && c.res.status !== 404) {
+      // One line per refused request (auth, size, bad input, rate); never the query string or the body.
+      options.logger.info({ correlationId, method: c.req.method, path: c.req.path, status: c.res.status, code: await errorCodeOf(c.res) }, 'HTTP request refused');
+    }
   });
   app.get('/healthz', (c) => c.json({ ok: true }));
   if (options.authToken) {
-    const expected = Buffer.from(options.authToken);
-    app.use('*', async (c, next) => {
-      if (c.req.path.startsWith('/webhooks/')) return next(); // platforms sign their own requests
-      const header = c.req.header('authorization') ?? '';
-      const m = /^Bearer\s+(.+)$/i.exec(header);
-      const given = Buffer.from(m?.[1]?.trim() ?? '');
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-        return jsonError(c, 401, 'Missing or wrong bearer token: send Authorization: Bearer <gateway.authToken>.', 'unauthorized');
-      }
-      return next();
-    });
+    if (!TOKEN_CHARS.test(options.authToken)) {
+      throw new ConfigError('gateway.authToken (SWITCHBOARD_AUTH_TOKEN) may only hold A-Z a-z 0-9 . _ ~ + / - (and = at the end), so that clients can send it as a bearer token.');
+    }
+    const refuse = (c: Context) => jsonError(c, 401, 'Missing or wrong bearer token: send Authorization: Bearer <gateway.authToken>.', 'unauthorized');
+    const auth = bearerAuth<{ Variables: HttpVariables }>({ token: options.authToken, noAuthenticationHeader: { message: refuse }, invalidAuthenticationHeader: { message: refuse }, invalidToken: { message: refuse } });
+    // Platforms sign their own webhook requests.
+    app.use('*', async (c, next) => (c.req.path.startsWith('/webhooks/') ? next() : auth(c, next)));
   }
   app.use('*', bodyLimit({
     maxSize: options.maxBodyBytes,
@@ -64,6 +85,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   }
   app.notFound((c) => jsonError(c, 404, `No route ${c.req.method} ${c.req.path}.`, 'not_found'));
   app.onError((error, c) => {
+    if (error instanceof HTTPException) return error.getResponse();
     const status = (error as { status?: number }).status;
     if (status && status < 500) return errorResponse(c, error);
     options.logger.error({ err: error, correlationId: c.get('correlationId'), path: c.req.path }, 'HTTP handler failed');
