@@ -8,11 +8,13 @@ import { buildStatusReport, type StatusReport } from './accounting/status-report
 import { registerGatewayCommands } from './agent/builtin-commands.ts';
 import { AgentRuntime } from './agent/runtime.ts';
 import { preloadTokenizers } from './agent/tokens.ts';
+import { guardInbound } from './agent/inbound-guard.ts';
 import type { ResolvedConfig } from './config/resolved.ts';
 import type { ChannelAdapter } from './core/channel-adapter.ts';
 import { systemClock, type Clock } from './core/clock.ts';
 import { ConfigError } from './core/errors.ts';
 import { createLogger, type Logger } from './core/logger.ts';
+import { installProcessGuard } from './core/process-guard.ts';
 import { StateLock, type StateOwner } from './core/state-lock.ts';
 import { ChannelSupervisor, type ChannelSupervisorOptions } from './gateway/channel-supervisor.ts';
 import { Gateway } from './gateway/gateway.ts';
@@ -131,6 +133,8 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   const pending = inbox.open();
   const pairing = new PairingStore({ uri: config.store, clock });
   gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing });
+  // Channels and the API submit through the inbound size limit (and token counts warmed off the hot path).
+  const inbound = guardInbound(gateway.sink, { config, logger, adapterFor: (channel, accountId) => gateway.adapterFor(channel, accountId) });
   const adapters = options.adapters ?? await createChannelAdapters(config, { clock, logger, stateDir: config.stateDir });
   for (const adapter of adapters) gateway.addAdapter(adapter);
 
@@ -157,7 +161,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   const replayNow = pending.filter((p) => !replayLater.has(`${p.message.channel}:${p.message.accountId}`));
   const replay = (list: typeof pending) => { if (list.length) logger.info({ count: gateway.replay(list) }, 'replayed messages accepted before the last stop'); };
   const supervisor = new ChannelSupervisor({
-    adapters, sink: gateway.sink, logger, clock, ...options.supervision,
+    adapters, sink: inbound, logger, clock, ...options.supervision,
     onConnected: async (adapter) => {
       const key = `${adapter.id}:${adapter.accountId}`;
       const waiting = replayLater.get(key);
@@ -190,7 +194,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     mounts: [
       mountAdminRoutes({ store, sessions, transcripts, resetSession: (key) => gateway.runOnLane(key, () => runtime.resetByKey(key, 'admin')),
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)) }),
-      mountOpenAIRoutes({ config, sink: gateway.sink, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
+      mountOpenAIRoutes({ config, sink: inbound, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
       mountReadyRoute({ pingStore: async () => { await store.get('agent:main:readyz'); }, channels: channelReports, isClosing: () => gateway.isClosing }),
       mountRunRoutes({ runs: () => allSessions(store, sessions), lanes: gateway.lanes, stop: (key) => runtime.stopByKey(key) }),
       mountStatusRoutes({ accounting, status, sessionEntry: (key) => sessions.get(key) }),
@@ -213,6 +217,8 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   if (url) lock.update({ url, port });
 
   // Channels connect in the background, retried with backoff; start-up never waits for a platform.
+  // From here on, an error nobody catches is logged and the gateway keeps serving.
+  const releaseProcessGuard = installProcessGuard(logger);
   supervisor.start();
   replay(replayNow);
   if (config.backgroundExecution.enabled && config.backgroundExecution.autoResumeOnStartup) {
@@ -253,6 +259,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
       await pairing.close().catch(() => undefined);
       await store.close();
       await lock.release();
+      releaseProcessGuard();
       logger.info('stopped');
     })();
     return stopping;

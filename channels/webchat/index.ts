@@ -3,6 +3,7 @@ import type { ChannelAdapter, ChannelStatus, HttpRoute, InboundSink, TurnResult 
 import type { InboundMessage } from '../../src/core/message.ts';
 import { outboundText } from '../../src/core/message.ts';
 import type { Clock } from '../../src/core/clock.ts';
+import { SwitchboardError } from '../../src/core/errors.ts';
 
 /** Options of {@link createWebchatChannel}. */
 export interface WebchatOptions {
@@ -59,9 +60,15 @@ export function createWebchatChannel(options: WebchatOptions): ChannelAdapter {
             controller.enqueue(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
           } catch { /* client went away */ }
         };
-        const submission = await currentSink(message, { onDelta: (delta) => send('delta', { text: delta }), signal: request.signal });
-        const result = await submission.done;
-        send('done', { sessionKey: submission.sessionKey, sessionId: result?.sessionId, reply: replyText(result), correlationId: submission.correlationId });
+        try {
+          const submission = await currentSink(message, { onDelta: (delta) => send('delta', { text: delta }), signal: request.signal });
+          const result = await submission.done;
+          send('done', { sessionKey: submission.sessionKey, sessionId: result?.sessionId, reply: replyText(result), correlationId: submission.correlationId });
+        } catch (error) {
+          // Refused (too long, shutting down): said in the stream, whose headers are already sent.
+          const known = error instanceof SwitchboardError;
+          send('error', { error: { message: known ? error.message : 'The message could not be handled.', code: known ? error.code.toLowerCase() : 'internal_error' }, correlationId: context.correlationId });
+        }
         controller.close();
       },
     });

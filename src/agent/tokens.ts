@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { modelToEncodingMap } from 'gpt-tokenizer/mapping';
 import type { ChatMessage, ToolSchema } from '../providers/types.ts';
 import type { ToolCall } from '../sessions/transcript.ts';
+import { segmentEnds } from './token-segments.ts';
 
 /** Tokenizer encodings we count with. */
 export type Encoding = 'o200k_base' | 'cl100k_base';
@@ -37,26 +38,103 @@ export function encodingFor(model: string): Encoding {
 }
 
 const SMALL = 256;
-const memo = new Map<string, number>();
 const MEMO_LIMIT = 512;
+const PIECE_MEMO_LIMIT = 50_000;
+/** Whole texts (bootstrap files, history messages repeat every turn), per encoding. */
+const memos = new Map<Encoding, Map<string, number>>();
+/** Pieces of long texts ({@link segmentEnds}), per encoding. */
+const pieceMemos = new Map<Encoding, Map<string, number>>();
 
-/** Exact token count of a text for a model's encoding (long texts are memoized; bootstrap files repeat every turn). */
+function memoOf(store: Map<Encoding, Map<string, number>>, encoding: Encoding): Map<string, number> {
+  let memo = store.get(encoding);
+  if (!memo) {
+    memo = new Map();
+    store.set(encoding, memo);
+  }
+  return memo;
+}
+
+function remember(memo: Map<string, number>, key: string, n: number, limit: number): void {
+  if (memo.size >= limit) memo.delete(memo.keys().next().value as string);
+  memo.set(key, n);
+}
+
+/**
+ * Token count of a text for a model's encoding. Texts of 256 characters or more are counted piece by piece
+ * ({@link segmentEnds}: exact, except that unbroken runs over 128 characters may count up to about one
+ * token per 128 characters more), so no text blocks the event loop for long; pieces and long texts are
+ * memoized. {@link warmTokenCounts} counts a long text ahead without blocking. Special-token strings
+ * (`<|endoftext|>`) in the text count as the plain text they are.
+ */
 export function countTokens(text: string, model = 'gpt-4o'): number {
   if (!text) return 0;
   const encoding = encodingFor(model);
   if (text.length < SMALL) return encode(text, encoding);
-  const key = `${encoding}\u0000${text}`;
-  const hit = memo.get(key);
+  const memo = memoOf(memos, encoding);
+  const hit = memo.get(text);
   if (hit !== undefined) return hit;
-  const n = encode(text, encoding);
-  if (memo.size >= MEMO_LIMIT) memo.delete(memo.keys().next().value as string);
-  memo.set(key, n);
+  const pieces = memoOf(pieceMemos, encoding);
+  let n = 0;
+  let start = 0;
+  for (const end of segmentEnds(text)) {
+    n += countPiece(text.slice(start, end), encoding, pieces);
+    start = end;
+  }
+  remember(memo, text, n, MEMO_LIMIT);
   return n;
 }
 
-type Counter = (text: string) => number;
+function countPiece(piece: string, encoding: Encoding, pieces: Map<string, number>): number {
+  if (piece.length < 16) return encode(piece, encoding);
+  let n = pieces.get(piece);
+  if (n === undefined) {
+    n = encode(piece, encoding);
+    remember(pieces, piece, n, PIECE_MEMO_LIMIT);
+  }
+  return n;
+}
+
+/** Options of {@link warmTokenCounts}. */
+export interface WarmOptions {
+  /** Longest stretch of counting between two yields to the event loop (default 4 ms). */
+  sliceMs?: number;
+  /** Gives the event loop a turn (default `setImmediate`); tests inject their own. */
+  yieldToLoop?: () => Promise<void>;
+  /** Time source for the slices (default `performance.now`). */
+  now?: () => number;
+}
+
+/**
+ * Counts a text's pieces for these models' encodings ahead of time, a few milliseconds at a time with
+ * the event loop served in between, so that the synchronous {@link countTokens} calls of a turn find them
+ * remembered. Used on inbound messages before they reach a session.
+ */
+export async function warmTokenCounts(text: string, models: readonly string[], options: WarmOptions = {}): Promise<void> {
+  if (text.length < SMALL) return;
+  const sliceMs = options.sliceMs ?? 4;
+  const now = options.now ?? (() => performance.now());
+  const yieldToLoop = options.yieldToLoop ?? (() => new Promise<void>((resolve) => setImmediate(resolve)));
+  const ends = segmentEnds(text);
+  for (const encoding of new Set(models.map(encodingFor))) {
+    const pieces = memoOf(pieceMemos, encoding);
+    let sliceStart = now();
+    let start = 0;
+    for (const end of ends) {
+      if (now() - sliceStart >= sliceMs) {
+        await yieldToLoop();
+        sliceStart = now();
+      }
+      countPiece(text.slice(start, end), encoding, pieces);
+      start = end;
+    }
+  }
+}
+
+type Counter = (text: string, options?: { disallowedSpecial?: Set<string> }) => number;
 const require = createRequire(import.meta.url);
 const counters = new Map<Encoding, Counter>();
+/** User text may contain `<|endoftext|>` and the like: counted as text, as providers do, never thrown on. */
+const AS_TEXT = { disallowedSpecial: new Set<string>() };
 
 /**
  * The counter of an encoding, loaded on first use: each BPE table takes a few hundred milliseconds to load,
@@ -77,7 +155,7 @@ export function preloadTokenizers(models: readonly string[]): void {
 }
 
 function encode(text: string, encoding: Encoding): number {
-  return counterFor(encoding)(text);
+  return counterFor(encoding)(text, AS_TEXT);
 }
 
 /** Tokens of the tool calls of one assistant message. */
