@@ -43,6 +43,8 @@ function add(into: TokenTotals, record: LedgerRecord): void {
 export class RuntimeTotals {
   private readonly totals = emptyTotals();
   private readonly channels = new Map<string, TokenTotals>();
+  /** Per session key, across its resets (every session id it had), and its latest session's own totals. */
+  private readonly keys = new Map<string, TokenTotals & { sessionIds: Set<string>; latest: { sessionId: string; totals: TokenTotals } }>();
   private first: string | undefined;
   private readonly startedAt: number;
 
@@ -59,6 +61,29 @@ export class RuntimeTotals {
       this.channels.set(record.channel, channel);
     }
     add(channel, record);
+    let key = this.keys.get(record.sessionKey);
+    if (!key) {
+      key = { ...emptyTotals(), sessionIds: new Set(), latest: { sessionId: record.sessionId, totals: emptyTotals() } };
+      this.keys.set(record.sessionKey, key);
+    }
+    add(key, record);
+    key.sessionIds.add(record.sessionId);
+    if (key.latest.sessionId !== record.sessionId) key.latest = { sessionId: record.sessionId, totals: emptyTotals() };
+    add(key.latest.totals, record);
+  }
+
+  /** Totals of one session id (the key's latest session; zero for an older or unused one). */
+  ofSession(sessionKey: string, sessionId: string): TokenTotals {
+    const latest = this.keys.get(sessionKey)?.latest;
+    return latest?.sessionId === sessionId ? { ...latest.totals } : emptyTotals();
+  }
+
+  /** Totals of one session key over all its sessions (resets included), and how many sessions that was. */
+  ofKey(sessionKey: string): TokenTotals & { sessions: number } {
+    const key = this.keys.get(sessionKey);
+    if (!key) return { ...emptyTotals(), sessions: 0 };
+    const { sessionIds, latest: _latest, ...totals } = key;
+    return { ...totals, sessions: sessionIds.size };
   }
 
   snapshot(): UsageReport {

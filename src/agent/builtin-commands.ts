@@ -1,4 +1,5 @@
 import { isValidTimeZone, TOOL_PRESETS } from '../config/schema.ts';
+import { plural } from '../core/plural.ts';
 import { targetOf } from '../core/message.ts';
 import { totalTokens, type SessionEntry } from '../sessions/entry.ts';
 import type { ChatCommand, CommandRegistry } from './commands.ts';
@@ -190,7 +191,7 @@ export function registerGatewayCommands(registry: CommandRegistry, figures: Gate
         return [
           session,
           `• gateway: v${report.version} · up ${formatUptime(report.uptimeSeconds)} · sessions ${n(report.sessions.active)} active / ${stored} stored · ${report.queue.running} running, ${report.queue.queued} queued`,
-          ...report.providers.map((p) => `• provider ${p.id} (${p.model}): ${n(p.requests)} requests · ${n(p.retries)} retries · ${n(p.errors)} errors · ${n(p.totalTokens)} tokens`),
+          ...report.providers.map((p) => `• provider ${p.id} (${p.model}): ${plural(p.requests, 'request')} · ${plural(p.retries, 'retry', 'retries')} · ${plural(p.errors, 'error')} · ${plural(p.totalTokens, 'token')}`),
         ].join('\n');
       },
     });
@@ -205,7 +206,7 @@ export function registerGatewayCommands(registry: CommandRegistry, figures: Gate
         const here = report.channels[channel] ?? { totalTokens: 0, llmCalls: 0 };
         return [
           session,
-          `• gateway: ${n(report.totals.totalTokens)} tokens in ${n(report.totals.llmCalls)} LLM calls · ${channel}: ${n(here.totalTokens)} tokens in ${n(here.llmCalls)} calls`,
+          `• gateway: ${plural(report.totals.totalTokens, 'token')} in ${plural(report.totals.llmCalls, 'LLM call')} · ${channel}: ${plural(here.totalTokens, 'token')} in ${plural(here.llmCalls, 'call')}`,
         ].join('\n');
       },
     });

@@ -1,4 +1,5 @@
 import { withoutRuntimeLine } from './context.ts';
+import { plural } from '../core/plural.ts';
 import { isAbortError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { ActiveSession } from '../sessions/manager.ts';
@@ -72,7 +73,7 @@ export async function describeContext(engine: ContextEngine, session: ActiveSess
     }
     const tokens = countTokens(f.content, a.model);
     const chars = f.status === 'truncated' ? `${n(f.rawChars)} raw → ${n(f.injectedChars)} injected chars${f.cutBy === 'total' ? ' (total budget)' : ''}` : `${n(f.rawChars)} chars`;
-    lines.push(`• ${f.name}: ${f.status === 'ok' ? 'OK' : 'TRUNCATED'} · ${chars} · ${n(tokens)} tokens`);
+    lines.push(`• ${f.name}: ${f.status === 'ok' ? 'OK' : 'TRUNCATED'} · ${chars} · ${plural(tokens, 'token')}`);
   }
   lines.push('**Tokens by component** (next request, our count)');
   lines.push(`• system ${n(c.system)} · bootstrap ${n(c.bootstrap)} · tools ${n(c.tools)} · history ${n(c.history)} · tool results ${n(c.toolResults)} · user input ${n(c.userInput)} · total ${n(a.context.tokens)}`);
@@ -83,11 +84,11 @@ export async function describeContext(engine: ContextEngine, session: ActiveSess
     .sort((x, y) => y.tokens - x.tokens || x.i - y.i).slice(0, 8);
   for (const { m, i, tokens } of ranked) {
     const what = i === 0 ? 'system prompt' : m.role === 'tool' ? `tool result${m.toolCallId ? ` ${m.toolCallId}` : ''}` : m.toolCalls?.length ? `assistant → ${m.toolCalls.map((t) => t.name).join(', ')}` : m.role;
-    lines.push(`• #${i} ${what} · ${n(tokens)} tokens · ${preview(m.role === 'user' ? withoutRuntimeLine(m.content) : m.content)}`);
+    lines.push(`• #${i} ${what} · ${plural(tokens, 'token')} · ${preview(m.role === 'user' ? withoutRuntimeLine(m.content) : m.content)}`);
   }
   lines.push('**Tool schemas**');
   if (a.tools.length === 0) lines.push('• none');
-  a.tools.forEach((t, i) => lines.push(`• ${t.name} · ${n(a.context.toolTokens[i] ?? 0)} tokens`));
+  a.tools.forEach((t, i) => lines.push(`• ${t.name} · ${plural(a.context.toolTokens[i] ?? 0, 'token')}`));
   return lines.join('\n');
 }
 

@@ -21,6 +21,10 @@ export class OfflineProvider implements Provider {
     this.maxTokens = options.maxTokens ?? 4096;
   }
 
+  async listModels(): Promise<string[]> {
+    return [this.model];
+  }
+
   async complete(request: ProviderRequest, options: CallOptions = {}): Promise<ProviderResponse> {
     if (options.signal?.aborted) throw new ProviderError('PROVIDER_ABORTED', 'The call was aborted.');
     const lastUser = [...request.messages].reverse().find((m) => m.role === 'user');

@@ -82,6 +82,16 @@ export class OpenAIProvider implements Provider {
     }
   }
 
+  async listModels(signal?: AbortSignal): Promise<string[]> {
+    const ids: string[] = [];
+    try {
+      for await (const model of this.client.models.list({ signal, maxRetries: 0, timeout: 10_000 })) ids.push(model.id);
+    } catch (error) {
+      throw mapError(error, this.id);
+    }
+    return ids;
+  }
+
   private retriesOf(correlationId: string): number {
     return Math.max(0, (this.attempts.get(correlationId) ?? 1) - 1);
   }

@@ -57,4 +57,6 @@ export interface Provider {
   readonly contextWindow: number;
   readonly maxTokens: number;
   complete(request: ProviderRequest, options?: CallOptions): Promise<ProviderResponse>;
+  /** The model ids the provider offers (`GET /models`); rejects when it cannot be asked. */
+  listModels?(signal?: AbortSignal): Promise<string[]>;
 }
