@@ -1,136 +1,113 @@
 import { Command, Option } from 'commander';
-import { createCliChannel } from '../channels/cli/index.ts';
+import pretty from 'pino-pretty';
+import { runChat } from './cli/chat.ts';
+import { runDoctor } from './cli/doctor.ts';
+import { initWorkspaces } from './cli/init.ts';
+import { pairingApprove, pairingList, pairingRevoke } from './cli/pairing.ts';
+import { runSessions } from './cli/sessions.ts';
 import { launchedByNpmScript, loadConfig } from './config/load.ts';
 import type { ResolvedConfig } from './config/resolved.ts';
-import { systemClock } from './core/clock.ts';
 import { SwitchboardError } from './core/errors.ts';
 import { createLogger } from './core/logger.ts';
 import { startGateway, VERSION } from './main.ts';
-import { PairingStore } from './routing/pairing.ts';
-import { totalTokens } from './sessions/entry.ts';
-import { KeyvSessionStore } from './sessions/store.ts';
-import { runDoctor } from './doctor.ts';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Flags that override the config file and the environment. */
+interface ConfigFlags {
+  config?: string;
+  port?: string;
+  host?: string;
+  logLevel?: string;
+}
 
 const program = new Command();
 program.name('switchboard').description('Self-hosted multi-channel chat gateway for LLM agents').version(VERSION)
   .addOption(new Option('-c, --config <file>', 'config file (default: switchboard.json in this folder, or SWITCHBOARD_CONFIG)'));
 
-function config(): ResolvedConfig {
-  return loadConfig({ configPath: program.opts<{ config?: string }>().config });
+function config(flags: ConfigFlags = {}): ResolvedConfig {
+  const overrides: Record<string, unknown> = {};
+  const overrideSources: Record<string, string> = {};
+  if (flags.port !== undefined) { overrides.gateway = { port: flags.port }; overrideSources['gateway.port'] = '--port'; }
+  if (flags.host !== undefined) { overrides.gateway = { ...(overrides.gateway as object), host: flags.host }; overrideSources['gateway.host'] = '--host'; }
+  if (flags.logLevel !== undefined) { overrides.logLevel = flags.logLevel; overrideSources.logLevel = '--log-level'; }
+  return loadConfig({ configPath: flags.config ?? program.opts<{ config?: string }>().config, overrides, overrideSources });
 }
 
-program.command('start').description('run the gateway').option('-c, --config <file>', 'config file').action(async (opts: { config?: string }) => {
-  const resolved = loadConfig({ configPath: opts.config ?? program.opts<{ config?: string }>().config });
-  const running = await startGateway({ config: resolved });
-  let signals = 0;
-  const shutdown = (signal: string) => {
-    signals++;
-    if (signals > 1) {
-      running.logger.warn(`${signal} again: exiting now`);
-      process.exit(130);
-    }
-    void running.stop().then(() => process.exit(0), (error: unknown) => {
-      running.logger.error({ err: error }, 'shutdown failed');
-      process.exit(1);
-    });
-  };
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  if (launchedByNpmScript()) {
-    // `npm start` runs us under `sh -c`, and a SIGTERM to npm stops the shell but not us: when our parent
-    // goes away, stop as if signalled, so the port and the store are released.
-    const parent = process.ppid;
-    setInterval(() => { if (process.ppid !== parent && signals === 0) shutdown('parent exit'); }, 500).unref();
-  }
-});
+const portOption = () => new Option('-p, --port <port>', 'HTTP port (overrides gateway.port and SWITCHBOARD_PORT)');
+const hostOption = () => new Option('-H, --host <address>', 'address to listen on (overrides gateway.host and SWITCHBOARD_HOST)');
+const logLevelOption = () => new Option('-l, --log-level <level>', `log level: ${LOG_LEVELS.join(', ')}`);
 
-program.command('chat').description('chat with the agent in this terminal (channel cli)').option('-u, --user <name>', 'your user name', process.env.USER ?? 'me')
-  .action(async (opts: { user: string }) => {
-    const resolved = config();
-    const logger = createLogger({ level: 'warn', secrets: resolved.secrets, destination: process.stderr });
-    let running: Awaited<ReturnType<typeof startGateway>> | undefined;
-    const cli = createCliChannel({
-      user: opts.user, clock: systemClock, input: process.stdin, output: process.stdout,
-      onEnd: () => { void running?.stop().then(() => process.exit(0)); },
-    });
-    running = await startGateway({ config: resolved, listen: false, adapters: [cli], logger });
+program.command('start').description('run the gateway')
+  .option('-c, --config <file>', 'config file').addOption(portOption()).addOption(hostOption()).addOption(logLevelOption())
+  .action(async (flags: ConfigFlags) => {
+    const resolved = config(flags);
+    // A terminal gets one readable line per event; anything else (a file, journald, a container) gets JSON.
+    const destination = process.stdout.isTTY ? pretty({ colorize: !process.env.NO_COLOR, sync: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,service' }) : undefined;
+    const logger = createLogger({ level: resolved.logLevel, secrets: resolved.secrets, ...(destination ? { destination } : {}) });
+    const running = await startGateway({ config: resolved, logger });
+    let signals = 0;
+    const shutdown = (signal: string) => {
+      signals++;
+      if (signals > 1) {
+        running.logger.warn(`${signal} again: exiting now`);
+        process.exit(130);
+      }
+      void running.stop().then(() => process.exit(0), (error: unknown) => {
+        running.logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      });
+    };
+    process.on('SIGINT', () => shutdown('SIGINT'));
+    process.on('SIGTERM', () => shutdown('SIGTERM'));
+    if (launchedByNpmScript()) {
+      // `npm start` runs us under `sh -c`, and a SIGTERM to npm stops the shell but not us: when our parent
+      // goes away, stop as if signalled, so the port and the store are released.
+      const parent = process.ppid;
+      setInterval(() => { if (process.ppid !== parent && signals === 0) shutdown('parent exit'); }, 500).unref();
+    }
   });
 
-program.command('sessions').description('list stored sessions (works while the gateway runs)')
+program.command('chat').description('chat with the agent in this terminal (channel cli), through the running gateway if there is one')
+  .option('-u, --user <name>', 'your user name', process.env.USER ?? 'me').addOption(logLevelOption())
+  .action(async (opts: { user: string; logLevel?: string }) => {
+    const resolved = config({ logLevel: opts.logLevel });
+    const logger = createLogger({ level: opts.logLevel ?? 'warn', secrets: resolved.secrets, destination: process.stderr });
+    const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
+    await runChat({ config: resolved, user: opts.user, input: process.stdin, output: process.stdout, logger, color });
+    process.exit(0);
+  });
+
+program.command('sessions').description('list stored sessions (through the running gateway if there is one)')
   .option('--json', 'print JSON').option('--active', 'only sessions active in the last 24 hours').option('--channel <channel>', 'only this channel')
   .option('--limit <n>', 'at most this many', '1000')
   .action(async (opts: { json?: boolean; active?: boolean; channel?: string; limit: string }) => {
-    const resolved = config();
-    const store = await KeyvSessionStore.open(resolved.store);
-    try {
-      const limit = Math.max(1, Number(opts.limit) || 1000);
-      const since = Date.now() - 86_400_000;
-      const out = [];
-      let cursor: string | undefined;
-      do {
-        const page = await store.list({ channel: opts.channel, limit: Math.min(limit, 1000), cursor });
-        for (const e of page.entries) if (!opts.active || e.updatedAt >= since) out.push(e);
-        cursor = page.nextCursor;
-      } while (cursor && out.length < limit);
-      const sessions = out.slice(0, limit).map((e) => ({ ...e, totalTokens: totalTokens(e.tokens) }));
-      if (opts.json) {
-        process.stdout.write(`${JSON.stringify({ sessions }, null, 2)}\n`);
-        return;
-      }
-      if (!sessions.length) {
-        process.stdout.write('No sessions yet.\n');
-        return;
-      }
-      for (const s of sessions) {
-        process.stdout.write(`${s.key}\n  id ${s.sessionId} · ${s.channel} · ${s.messageCount} messages · ${s.totalTokens} tokens · updated ${new Date(s.updatedAt).toISOString()}\n`);
-      }
-    } finally {
-      await store.close();
-    }
+    await runSessions(config(), { ...opts, limit: Math.max(1, Number(opts.limit) || 1000), now: Date.now() }, process.stdout);
   });
 
 const pairing = program.command('pairing').description('DM pairing: list requests, approve a code, revoke a peer');
-const withPairing = async (fn: (store: PairingStore) => Promise<void>) => {
-  const resolved = config();
-  const store = new PairingStore({ uri: resolved.store, clock: systemClock });
-  try {
-    await fn(store);
-  } finally {
-    await store.close();
-  }
-};
 pairing.command('list').description('pending codes and paired peers').option('--json', 'print JSON').action(async (opts: { json?: boolean }) => {
-  await withPairing(async (store) => {
-    const pending = await store.pending();
-    const paired = await store.paired();
-    if (opts.json) {
-      process.stdout.write(`${JSON.stringify({ pending, paired }, null, 2)}\n`);
-      return;
-    }
-    process.stdout.write(pending.length ? 'Pending:\n' : 'No pending pairing requests.\n');
-    for (const p of pending) process.stdout.write(`  ${p.channel} ${p.code}  peer ${p.peerId}${p.name ? ` (${p.name})` : ''}  expires ${new Date(p.expiresAt).toISOString()}\n`);
-    if (paired.length) process.stdout.write('Paired:\n');
-    for (const p of paired) process.stdout.write(`  ${p.channel} ${p.peerId}${p.name ? ` (${p.name})` : ''}  since ${new Date(p.approvedAt).toISOString()}\n`);
-  });
+  await pairingList(config(), Boolean(opts.json), process.stdout, process.stderr);
 });
 pairing.command('approve').description('approve a pairing code').argument('<channel>').argument('<code>').action(async (channel: string, code: string) => {
-  await withPairing(async (store) => {
-    const peer = await store.approve(channel, code);
-    process.stdout.write(`Approved ${channel} peer ${peer.peerId}${peer.name ? ` (${peer.name})` : ''}. Their next message goes through.\n`);
-  });
+  await pairingApprove(config(), channel, code, process.stdout, process.stderr);
 });
 pairing.command('revoke').description('remove a paired peer').argument('<channel>').argument('<peer>').action(async (channel: string, peer: string) => {
-  await withPairing(async (store) => {
-    const removed = await store.revoke(channel, peer);
-    process.stdout.write(removed ? `Revoked ${channel} peer ${peer}.\n` : `${channel} peer ${peer} was not paired.\n`);
-    if (!removed) process.exitCode = 1;
-  });
+  if (!(await pairingRevoke(config(), channel, peer, process.stdout))) process.exitCode = 1;
 });
 
-program.command('doctor').description('check the config, secrets, and reachability of the provider and channels').action(async () => {
-  const ok = await runDoctor(config(), process.stdout);
-  process.exitCode = ok ? 0 : 1;
-});
+program.command('doctor').description('check the config, state folder, port, provider, channel tokens and DM sessions')
+  .addOption(portOption()).addOption(hostOption())
+  .action(async (flags: ConfigFlags) => {
+    const ok = await runDoctor(config(flags), process.stdout);
+    process.exitCode = ok ? 0 : 1;
+  });
+
+program.command('init').description("write commented templates of the agent's six workspace files (existing files are kept)")
+  .option('--force', 'overwrite existing files')
+  .action((opts: { force?: boolean }) => {
+    for (const r of initWorkspaces(config(), opts)) process.stdout.write(`${r.action === 'written' ? 'wrote' : 'kept '} ${r.file}${r.action === 'kept' ? ' (exists; --force overwrites)' : ''}\n`);
+  });
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   if (error instanceof SwitchboardError) {

@@ -6,6 +6,8 @@ import { createChannelAdapters } from '../channels/index.ts';
 import { Accounting } from './accounting/accounting.ts';
 import { buildStatusReport, type StatusReport } from './accounting/status-report.ts';
 import { registerGatewayCommands } from './agent/builtin-commands.ts';
+import { registerCheckedCommands } from './agent/checked-commands.ts';
+import { turnLogObserver } from './accounting/turn-log.ts';
 import { AgentRuntime } from './agent/runtime.ts';
 import { preloadTokenizers } from './agent/tokens.ts';
 import { guardInbound } from './agent/inbound-guard.ts';
@@ -20,6 +22,8 @@ import { ChannelSupervisor, type ChannelSupervisorOptions } from './gateway/chan
 import { Gateway } from './gateway/gateway.ts';
 import { Inbox } from './gateway/inbox.ts';
 import { mountAdminRoutes } from './http/admin-routes.ts';
+import { mountCliRoutes } from './http/cli-routes.ts';
+import { mountPairingRoutes } from './http/pairing-routes.ts';
 import { mountRunRoutes } from './http/run-routes.ts';
 import { resumeInterruptedRuns } from './gateway/resume.ts';
 import { createToolRegistry } from './tools/index.ts';
@@ -32,6 +36,8 @@ import { mountReadyRoute } from './http/ready-route.ts';
 import { mountStatusRoutes } from './http/status-routes.ts';
 import { createProviders } from './providers/registry.ts';
 import { PairingStore } from './routing/pairing.ts';
+import { dmScopeWarning } from './routing/dm-scope-warning.ts';
+import { pairingAdmin } from './routing/pairing-admin.ts';
 import { SessionManager } from './sessions/manager.ts';
 import { expiresAt } from './sessions/reset.ts';
 import { KeyvSessionStore } from './sessions/store.ts';
@@ -150,6 +156,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   });
   await accounting.open();
   runtime.events.subscribe(accounting.observer);
+  runtime.events.subscribe(turnLogObserver(logger));
   let server: ServerType | undefined;
   // Messages accepted before the last stop are replayed once their channel is connected, so replies can go out.
   const replayLater = new Map<string, typeof pending>();
@@ -185,6 +192,9 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     queue: () => ({ running: gateway.lanes.runningCount, queued: gateway.lanes.totalQueued() }),
   });
   registerGatewayCommands(runtime.commands, { status, usage: () => accounting.totals.snapshot() });
+  registerCheckedCommands(runtime.commands, { providers, clock, keyTotals: (key) => accounting.totals.ofKey(key), sessionTotals: (key, id) => accounting.totals.ofSession(key, id) });
+  const dmWarning = dmScopeWarning(config, await pairing.paired().catch(() => []));
+  if (dmWarning) logger.warn(dmWarning);
 
   const app = createHttpApp({
     authToken: config.gateway.authToken,
@@ -195,6 +205,8 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
       mountAdminRoutes({ store, sessions, transcripts, resetSession: (key) => gateway.runOnLane(key, () => runtime.resetByKey(key, 'admin')),
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)) }),
       mountOpenAIRoutes({ config, sink: inbound, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
+      mountCliRoutes({ sink: inbound, clock }),
+      mountPairingRoutes(pairingAdmin(pairing, config), logger),
       mountReadyRoute({ pingStore: async () => { await store.get('agent:main:readyz'); }, channels: channelReports, isClosing: () => gateway.isClosing }),
       mountRunRoutes({ runs: () => allSessions(store, sessions), lanes: gateway.lanes, stop: (key) => runtime.stopByKey(key) }),
       mountStatusRoutes({ accounting, status, sessionEntry: (key) => sessions.get(key) }),

@@ -1,54 +1,31 @@
-import { randomUUID } from 'node:crypto';
-import { createInterface } from 'node:readline';
-import type { ChannelAdapter, ChannelStatus, InboundSink } from '../../src/core/channel-adapter.ts';
-import type { Clock } from '../../src/core/clock.ts';
-import { outboundText, type InboundMessage } from '../../src/core/message.ts';
+import type { ChannelAdapter, ChannelStatus, InboundSink, Submission, SubmitOptions } from '../../src/core/channel-adapter.ts';
+import { ChannelError } from '../../src/core/errors.ts';
+import type { InboundMessage } from '../../src/core/message.ts';
 
-/** Options of {@link createCliChannel}. */
-export interface CliChannelOptions {
-  user: string;
-  clock: Clock;
-  input: NodeJS.ReadableStream;
-  output: NodeJS.WritableStream;
-  /** Called when the input ends (Ctrl-D) or the user types /exit. */
-  onEnd?: () => void;
+/** The `cli` channel of an in-process `switchboard chat`: the terminal loop submits through it. */
+export interface CliChannel extends ChannelAdapter {
+  /** Hands one typed line to the gateway (replies stream to `onDelta` and come back with `done`). */
+  submit(message: InboundMessage, options?: SubmitOptions): Promise<Submission>;
 }
 
-/** `switchboard chat`: a terminal chat through the whole pipeline (channel `cli`). */
-export function createCliChannel(options: CliChannelOptions): ChannelAdapter {
+/**
+ * `switchboard chat` with no gateway running: the pipeline runs in the chat's own process and this adapter
+ * is its channel. Replies are written by the terminal loop as they stream, so `send` has nothing to push.
+ * With a gateway running, the chat posts to `POST /cli/messages` instead and needs no adapter.
+ */
+export function createCliChannel(): CliChannel {
   let status: ChannelStatus = 'stopped';
-  let rl: ReturnType<typeof createInterface> | undefined;
-  const write = (text: string) => options.output.write(text);
+  let sink: InboundSink | undefined;
   return {
     id: 'cli',
     accountId: 'default',
     get status() { return status; },
-    async start(sink: InboundSink) {
-      status = 'running';
-      rl = createInterface({ input: options.input, terminal: false });
-      write(`Switchboard chat as "${options.user}". Type /help for commands, /exit to leave.\n> `);
-      let chain = Promise.resolve();
-      rl.on('line', (line) => {
-        const text = line.trim();
-        if (!text) { write('> '); return; }
-        if (text === '/exit' || text === '/quit') { rl?.close(); return; }
-        // One line at a time: the next prompt appears after the answer.
-        chain = chain.then(async () => {
-          const message: InboundMessage = {
-            id: randomUUID(), channel: 'cli', accountId: 'default', chatType: 'direct', chatId: options.user, peerId: options.user,
-            sender: { id: options.user, name: options.user }, text, attachments: [], mentionsBot: true, receivedAt: options.clock.now(),
-          };
-          let streamed = false;
-          const submission = await sink(message, { onDelta: (d) => { streamed = true; write(d); } });
-          const result = await submission.done;
-          if (!streamed) write((result?.replies ?? []).map(outboundText).join('\n\n'));
-          write('\n> ');
-        }).catch((error: unknown) => { write(`\nerror: ${(error as Error).message}\n> `); });
-      });
-      rl.on('close', () => { void chain.then(() => options.onEnd?.()); });
-    },
-    async stop() { status = 'stopped'; rl?.close(); },
-    // Replies are written as they stream (or from the turn result), not pushed.
+    async start(s: InboundSink) { sink = s; status = 'running'; },
+    async stop() { sink = undefined; status = 'stopped'; },
     async send() {},
+    async submit(message, options) {
+      if (!sink) throw new ChannelError('CLI_NOT_RUNNING', 'The terminal chat is not connected to the pipeline yet.');
+      return sink(message, options);
+    },
   };
 }

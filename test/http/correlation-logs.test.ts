@@ -38,7 +38,11 @@ describe('correlation id on every log line of a turn', () => {
     const during = lines.slice(before);
     expect(during.length).toBeGreaterThanOrEqual(3); // LLM call failed, turn failed, API turn did not reply
     expect(during.filter((l) => l.correlationId === undefined)).toEqual([]);
-    expect(new Set(during.map((l) => l.correlationId))).toEqual(new Set(['log-corr-1']));
+    expect(new Set(during.map((l) => l.correlationId))).toEqual(new Set(['log-corr-1', 'log-corr-2']));
+    // One info line per turn: correlation id, channel, session key, duration, tokens, outcome.
+    const turns = during.filter((l) => l.outcome !== undefined && l.durationMs !== undefined);
+    expect(turns.map((l) => [l.correlationId, l.outcome])).toEqual([['log-corr-1', 'failed'], ['log-corr-2', 'replied']]);
+    expect(turns[1]).toMatchObject({ level: 30, channel: 'api', sessionKey: 'agent:main:api:direct:logs', durationMs: expect.any(Number), tokens: { input: 10, output: 5, cacheRead: 0, cacheWrite: 0, total: 15 } });
     expect(during.map((l) => l.msg)).toEqual(expect.arrayContaining(['LLM call failed', 'turn failed']));
     expect(during.find((l) => l.msg === 'LLM call failed')).toMatchObject({ sessionKey: 'agent:main:api:direct:logs' });
   });

@@ -30,7 +30,10 @@ describe('status, usage, metrics, providers and timeline routes', () => {
       queue: { running: 0, queued: 0 },
     });
     expect(typeof status.uptimeSeconds).toBe('number');
-    expect(status.channels).toEqual(expect.arrayContaining([{ id: 'webchat', accountId: 'default', status: 'running' }, { id: 'api', accountId: 'default', status: 'running' }]));
+    expect(status.channels).toEqual(expect.arrayContaining([
+      { id: 'webchat', accountId: 'default', status: 'running', supervision: expect.objectContaining({ state: 'connected', attempts: 1 }) },
+      { id: 'api', accountId: 'default', status: 'running' },
+    ]));
     expect(status.providers).toEqual([{ id: 'default', kind: 'openai', model: 'gpt-test', contextWindow: 128000, requests: 1, retries: 0, errors: 0, totalTokens: 15 }]);
   });
 
@@ -120,11 +123,10 @@ describe('status, usage, metrics, providers and timeline routes', () => {
     const usageReply = (await chat('/usage')).choices[0]?.message.content ?? '';
     const entry = await get<{ tokens: { input: number; output: number; cacheRead: number; cacheWrite: number }; totalTokens: number }>(`/admin/sessions/${enc(KEY)}`);
     const usage = await get<{ totals: { totalTokens: number; llmCalls: number }; channels: Record<string, { totalTokens: number }> }>('/usage');
-    expect(usageReply).toContain(`input: ${n(entry.tokens.input)}`);
-    expect(usageReply).toContain(`output: ${n(entry.tokens.output)}`);
-    expect(usageReply).toContain(`cache read: ${n(entry.tokens.cacheRead)}`);
-    expect(usageReply).toContain(`cache write: ${n(entry.tokens.cacheWrite)}`);
-    expect(usageReply).toContain(`total: ${n(entry.totalTokens)}`);
+    // The entry's totals are the key's across resets; with one session they are also this session's.
+    const figures = `input ${n(entry.tokens.input)} · output ${n(entry.tokens.output)} · cache read ${n(entry.tokens.cacheRead)} · cache write ${n(entry.tokens.cacheWrite)} · total ${n(entry.totalTokens)}`;
+    expect(usageReply).toContain(`across resets (1 session, 1 LLM call): ${figures}`);
+    expect(usageReply).toMatch(new RegExp(`this session \\(since .*, 1 LLM call\\): ${figures}`));
     expect(usageReply).toContain(`gateway: ${n(usage.totals.totalTokens)} tokens in ${usage.totals.llmCalls} LLM calls`);
     expect(usageReply).toContain(`api: ${n(usage.channels.api!.totalTokens)} tokens`);
 

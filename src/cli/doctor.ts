@@ -1,0 +1,153 @@
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { ResolvedConfig } from '../config/resolved.ts';
+import { readStateOwner, StateLock } from '../core/state-lock.ts';
+import { dmScopeWarning } from '../routing/dm-scope-warning.ts';
+import { withPairingAdmin } from './pairing.ts';
+
+/** One line of `switchboard doctor`: `ok`, `warn` or `FAIL`, what was checked, and what to do. */
+export interface Check {
+  name: string;
+  ok: boolean | 'warn';
+  detail: string;
+}
+
+type Probe = { status?: number; body?: unknown; error?: string };
+
+const PROBE_TIMEOUT_MS = 5000;
+
+/** One HTTP request with a timeout; network failures come back as a short reason (`ECONNREFUSED`, `timed out`). */
+async function probe(url: string, init: RequestInit = {}): Promise<Probe> {
+  try {
+    const response = await fetch(url, { ...init, signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+    const text = await response.text();
+    let body: unknown = text;
+    try { body = JSON.parse(text); } catch { /* not JSON */ }
+    return { status: response.status, body };
+  } catch (error) {
+    const e = error as Error & { cause?: { code?: string; message?: string } };
+    if (e.name === 'TimeoutError' || e.name === 'AbortError') return { error: `timed out after ${PROBE_TIMEOUT_MS / 1000} s` };
+    return { error: e.cause?.code ?? e.cause?.message ?? e.message };
+  }
+}
+
+/** Whether the configured port is free, used by this state folder's gateway, or taken by something else. */
+async function checkPort(config: ResolvedConfig): Promise<Check> {
+  const { host, port } = config.gateway;
+  const name = 'port';
+  if (port === 0) return { name, ok: true, detail: 'port 0: the system picks a free port at start' };
+  const error = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+    const server = createServer();
+    server.once('error', (e: NodeJS.ErrnoException) => resolve(e));
+    server.listen(port, host, () => server.close(() => resolve(undefined)));
+  });
+  if (!error) return { name, ok: true, detail: `${host}:${port} is free` };
+  if (error.code === 'EADDRINUSE') {
+    const owner = (await StateLock.isHeld(config.stateDir)) ? readStateOwner(config.stateDir) : undefined;
+    if (owner?.role === 'gateway' && owner.port === port) return { name, ok: true, detail: `${host}:${port} is used by this state folder's gateway (pid ${owner.pid})` };
+    const other = await probe(`http://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/healthz`);
+    const what = (other.body as { ok?: unknown } | undefined)?.ok === true ? 'another Switchboard gateway (with another state folder)' : 'another program';
+    return { name, ok: false, detail: `${host}:${port} is taken by ${what}: stop it, or start on another port with --port <n> or SWITCHBOARD_PORT` };
+  }
+  if (error.code === 'EACCES') return { name, ok: false, detail: `${host}:${port} needs privileges: use a port above 1023 (--port or SWITCHBOARD_PORT)` };
+  if (error.code === 'EADDRNOTAVAIL') return { name, ok: false, detail: `${host} is not an address of this machine: set gateway.host (or SWITCHBOARD_HOST) to 127.0.0.1 or 0.0.0.0` };
+  return { name, ok: false, detail: `cannot listen on ${host}:${port}: ${error.message}` };
+}
+
+async function checkProvider(p: ResolvedConfig['providers'][string]): Promise<Check> {
+  const name = `provider ${p.id}`;
+  if (p.kind === 'offline') return { name, ok: 'warn', detail: 'offline (no OPENAI_API_KEY or OPENAI_BASE_URL): replies are echoes; set one of them to use a model' };
+  const base = (p.baseUrl || 'https://api.openai.com/v1').replace(/\/+$/, '');
+  const r = await probe(`${base}/models`, { headers: p.apiKey ? { authorization: `Bearer ${p.apiKey}` } : {} });
+  if (r.error) return { name, ok: false, detail: `cannot reach ${base} (${r.error}): is the server up? Check OPENAI_BASE_URL and the network` };
+  if (r.status === 401 || r.status === 403) return { name, ok: false, detail: `${base} refused the API key (HTTP ${r.status}): check OPENAI_API_KEY` };
+  if (r.status! >= 500) return { name, ok: false, detail: `${base} answered HTTP ${r.status}: the provider has a problem right now; try again later` };
+  const models = ((r.body as { data?: { id?: unknown }[] } | undefined)?.data ?? []).map((m) => m.id).filter((id): id is string => typeof id === 'string');
+  if (r.status !== 200 || models.length === 0) return { name, ok: 'warn', detail: `${base} answered HTTP ${r.status} but lists no models: could not check that model ${p.model} exists` };
+  if (!models.includes(p.model)) {
+    return { name, ok: false, detail: `${base} answers, but model ${p.model} is not among its ${models.length} models (${models.slice(0, 5).join(', ')}${models.length > 5 ? ', …' : ''}): set OPENAI_MODEL` };
+  }
+  return { name, ok: true, detail: `${base} answers; model ${p.model} is available` };
+}
+
+async function checkChannels(config: ResolvedConfig): Promise<Check[]> {
+  const checks: Promise<Check>[] = [];
+  for (const t of config.channels.telegram.filter((a) => a.enabled)) {
+    const name = `telegram/${t.accountId}`;
+    if (!t.botToken) { checks.push(Promise.resolve({ name, ok: false, detail: 'TELEGRAM_BOT_TOKEN is not set: create a bot with @BotFather and put its token in .env' })); continue; }
+    const root = t.apiRoot || 'https://api.telegram.org';
+    checks.push(probe(`${root}/bot${t.botToken}/getMe`, { method: 'POST' }).then((r): Check => {
+      if (r.error) return { name, ok: false, detail: `cannot reach the Bot API at ${root} (${r.error}): check the network, or TELEGRAM_API_ROOT` };
+      const username = (r.body as { result?: { username?: string } } | undefined)?.result?.username;
+      if (r.status === 200) return { name, ok: true, detail: `token accepted (@${username ?? '?'})` };
+      if (r.status === 401 || r.status === 404) return { name, ok: false, detail: `Telegram rejected the token (HTTP ${r.status}): copy it again from @BotFather into TELEGRAM_BOT_TOKEN` };
+      return { name, ok: false, detail: `getMe answered HTTP ${r.status}: try again later` };
+    }));
+  }
+  for (const d of config.channels.discord.filter((a) => a.enabled)) {
+    const name = `discord/${d.accountId}`;
+    if (!d.token) { checks.push(Promise.resolve({ name, ok: false, detail: 'DISCORD_BOT_TOKEN is not set: copy the bot token from the Developer Portal (Bot → Reset Token)' })); continue; }
+    const api = d.apiBase || 'https://discord.com/api';
+    checks.push(probe(`${api}/v10/users/@me`, { headers: { authorization: `Bot ${d.token}` } }).then((r): Check => {
+      if (r.error) return { name, ok: false, detail: `cannot reach the Discord API at ${api} (${r.error}): check the network, or DISCORD_API_BASE` };
+      if (r.status === 200) return { name, ok: true, detail: `token accepted (${(r.body as { username?: string }).username ?? '?'})` };
+      if (r.status === 401 || r.status === 403) return { name, ok: false, detail: `Discord rejected the token (HTTP ${r.status}): reset it in the Developer Portal (Bot → Reset Token) and update DISCORD_BOT_TOKEN` };
+      return { name, ok: false, detail: `users/@me answered HTTP ${r.status}: try again later` };
+    }));
+  }
+  for (const s of config.channels.slack.filter((a) => a.enabled)) {
+    const name = `slack/${s.accountId}`;
+    if (!s.botToken) { checks.push(Promise.resolve({ name, ok: false, detail: 'SLACK_BOT_TOKEN is not set: install the app and copy its bot token (xoxb-…)' })); continue; }
+    if (s.mode === 'socket' && !s.appToken) checks.push(Promise.resolve({ name, ok: false, detail: 'Socket Mode needs SLACK_APP_TOKEN (xapp-… with connections:write)' }));
+    if (s.mode === 'http' && !s.signingSecret) checks.push(Promise.resolve({ name, ok: false, detail: 'HTTP mode needs SLACK_SIGNING_SECRET (Basic Information → App Credentials)' }));
+    const api = s.apiUrl || 'https://slack.com/api/';
+    checks.push(probe(`${api}auth.test`, { method: 'POST', headers: { authorization: `Bearer ${s.botToken}` } }).then((r): Check => {
+      if (r.error) return { name, ok: false, detail: `cannot reach the Slack API at ${api} (${r.error}): check the network, or SLACK_API_URL` };
+      const body = r.body as { ok?: boolean; error?: string; team?: string } | undefined;
+      if (r.status === 200 && body?.ok) return { name, ok: true, detail: `bot token accepted (team ${body.team ?? '?'})` };
+      if (body?.error) return { name, ok: false, detail: `Slack refused the bot token (${body.error}): check SLACK_BOT_TOKEN and that the app is installed` };
+      return { name, ok: false, detail: `auth.test answered HTTP ${r.status}: try again later` };
+    }));
+  }
+  return Promise.all(checks);
+}
+
+/**
+ * `switchboard doctor`: the config, the state folder and its owner, the port, the provider (does it
+ * answer, is the model there), each channel's token (does it authenticate), and the `dmScope` warning.
+ * Every failed check says what to do.
+ */
+export async function runDoctor(config: ResolvedConfig, out: NodeJS.WritableStream): Promise<boolean> {
+  const checks: Check[] = [];
+  checks.push({ name: 'config', ok: true, detail: config.configPath ? `valid (${config.configPath})` : 'no file; defaults and environment' });
+  try {
+    mkdirSync(config.stateDir, { recursive: true });
+    accessSync(config.stateDir, constants.W_OK);
+    const owner = (await StateLock.isHeld(config.stateDir)) ? readStateOwner(config.stateDir) : undefined;
+    const by = owner ? `; in use by ${owner.role === 'gateway' ? `the gateway at ${owner.url ?? '(starting)'}` : `"${owner.command}"`} (pid ${owner.pid})` : '';
+    checks.push({ name: 'state folder', ok: true, detail: `${config.stateDir} is writable${by}` });
+  } catch (error) {
+    checks.push({ name: 'state folder', ok: false, detail: `${config.stateDir}: ${(error as Error).message}; set stateDir (or SWITCHBOARD_STATE_DIR) to a writable folder` });
+  }
+  const [port, providers, channels] = await Promise.all([
+    checkPort(config),
+    Promise.all(Object.values(config.providers).map(checkProvider)),
+    checkChannels(config),
+  ]);
+  checks.push(port, ...providers, ...channels);
+  if (!config.gateway.authToken && !/^(127\.|localhost$|::1$)/.test(config.gateway.host)) {
+    checks.push({ name: 'gateway', ok: false, detail: `host ${config.gateway.host} is reachable from other machines without gateway.authToken: start will refuse; set SWITCHBOARD_AUTH_TOKEN or bind to 127.0.0.1` });
+  } else {
+    checks.push({ name: 'gateway', ok: true, detail: `http://${config.gateway.host}:${config.gateway.port}${config.gateway.authToken ? ' (bearer token required)' : ''}` });
+  }
+  try {
+    // The paired peers are the store's (through the gateway when one runs); the policy is this config's.
+    const { paired } = await withPairingAdmin(config, 'switchboard doctor', (admin) => admin.list());
+    const warning = dmScopeWarning(config, paired);
+    checks.push(warning ? { name: 'dm sessions', ok: 'warn', detail: warning } : { name: 'dm sessions', ok: true, detail: `dmScope ${config.session.dmScope}` });
+  } catch (error) {
+    checks.push({ name: 'dm sessions', ok: 'warn', detail: `could not read the paired peers: ${(error as Error).message}` });
+  }
+  for (const c of checks) out.write(`${c.ok === true ? 'ok  ' : c.ok === 'warn' ? 'warn' : 'FAIL'}  ${c.name}: ${c.detail}\n`);
+  return checks.every((c) => c.ok !== false);
+}
