@@ -9,14 +9,33 @@ const reply = (model: string) => JSON.stringify({
   usage: { prompt_tokens: 42, completion_tokens: 8, total_tokens: 50 },
 });
 
+/** A call of the `noop` tool, while the last user message asks for `rounds=N` and fewer results follow it. */
+const toolCall = (model: string, n: number) => JSON.stringify({
+  id: 'chatcmpl-bench', object: 'chat.completion', created: 1_700_000_000, model,
+  choices: [{ index: 0, message: { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: `call_${n}`, type: 'function', function: { name: 'noop', arguments: '{}' } }] }, finish_reason: 'tool_calls', logprobs: null }],
+  usage: { prompt_tokens: 42, completion_tokens: 8, total_tokens: 50 },
+});
+
+type Body = { model?: string; messages?: { role: string; content: string | null }[] };
+
+function answer(body: Body): string {
+  const model = body.model ?? 'bench';
+  const messages = body.messages ?? [];
+  let lastUser = -1;
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === 'user') { lastUser = i; break; }
+  const rounds = Number(/rounds=(\d+)/.exec(messages[lastUser]?.content ?? '')?.[1] ?? 0);
+  const done = messages.slice(lastUser + 1).filter((m) => m.role === 'tool').length;
+  return done < rounds ? toolCall(model, done) : reply(model);
+}
+
 const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
-    let model = 'bench';
-    try { model = (JSON.parse(Buffer.concat(chunks).toString()) as { model?: string }).model ?? model; } catch { /* keep default */ }
+    let body: Body = {};
+    try { body = JSON.parse(Buffer.concat(chunks).toString()) as Body; } catch { /* answer plainly */ }
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(reply(model));
+    res.end(answer(body));
   });
 });
 server.keepAliveTimeout = 60_000;

@@ -1,7 +1,7 @@
 // `npm run bench`: measures the gateway against the floor of this machine, each figure beside a baseline
 // measured in the same run. Prints a table and writes bench/results/latest.json. Asserts nothing.
 //   BENCH_QUICK=1         smaller sizes (a quick look, not the reported figures)
-//   BENCH_ONLY=e2e,store  run only some parts (e2e, store, startup, memory, context)
+//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, store, startup, memory, context)
 // Memory runs first, while the process heap holds nothing else.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -11,9 +11,10 @@ import { runE2eBench } from './e2e-bench.ts';
 import { runMemoryBench } from './memory-bench.ts';
 import { runStartupBench } from './startup-bench.ts';
 import { runStoreBench } from './store-bench.ts';
+import { runToolBench } from './tool-bench.ts';
 
 const quick = process.env.BENCH_QUICK === '1';
-const only = new Set((process.env.BENCH_ONLY ?? 'e2e,store,startup,memory,context').split(',').map((s) => s.trim()));
+const only = new Set((process.env.BENCH_ONLY ?? 'e2e,tools,store,startup,memory,context').split(',').map((s) => s.trim()));
 const root = path.resolve(import.meta.dirname, '..');
 const work = path.join(os.tmpdir(), `switchboard-bench-${process.pid}`);
 
@@ -46,6 +47,19 @@ async function main(): Promise<void> {
           sessions: l.concurrency, messages: l.messages, 'floor msg/s': l.floor.messagesPerSecond, 'gateway msg/s': l.gateway.messagesPerSecond,
           'gateway/floor': l.throughputRatio, 'floor p50 ms': l.floor.p50Ms, 'gw p50 ms': l.gateway.p50Ms, 'floor p99 ms': l.floor.p99Ms, 'gw p99 ms': l.gateway.p99Ms, 'added p99 ms': l.addedP99Ms,
         })));
+      } finally {
+        await llm.stop();
+      }
+    }
+    if (only.has('tools')) {
+      const llm = await startFakeLlmProcess();
+      try {
+        const tools = await runToolBench({ baseURL: llm.baseURL, dir: path.join(work, 'tools'), concurrencies: [1, 16], messages: quick ? 100 : 500, rounds: 5 });
+        results.tools = tools;
+        table('1b. Tool loop: µs per LLM call of a 5-round no-op tool run (gateway vs the same client doing the rounds bare)', tools.levels.map((l) => ({
+          sessions: l.concurrency, messages: l.messages, 'calls/message': l.callsPerMessage, 'floor µs/call': l.floorUsPerIteration, 'gateway µs/call': l.gatewayUsPerIteration, 'floor/gateway': l.ratio, 'added µs/call': l.addedUsPerIteration,
+        })));
+        table('1c. Tool schema tokens per request, by preset', [tools.schemaTokensByPreset]);
       } finally {
         await llm.stop();
       }

@@ -120,7 +120,9 @@ export class BatchRunner {
       // The call is on disk before it runs: after a crash, a call with no result is known to be interrupted.
       await this.deps.appendEntries(session, [asked]);
       checkpoint.lastEntryId = asked.id;
-      await this.deps.persist(entry, scope.logger);
+      // `running` is on disk before the first tool of the batch runs, so a crash from here on is resumed.
+      if (iteration === 0) await this.deps.persist(entry, scope.logger);
+      else void this.deps.persist(entry, scope.logger);
       for (const call of calls) {
         const t0 = this.deps.clock.now();
         const outcome: ToolOutcome = await this.deps.registry.execute(call, tools, {
@@ -131,7 +133,8 @@ export class BatchRunner {
         await this.deps.appendEntries(session, [result]);
         checkpoint.lastEntryId = result.id;
         checkpoint.toolCalls = (checkpoint.toolCalls ?? 0) + 1;
-        await this.deps.persist(entry, scope.logger);
+        // Ordered and coalesced per key; the transcript already holds the result, and the batch's end awaits it.
+        void this.deps.persist(entry, scope.logger);
         this.deps.events.emit('onToolCall', { ...scope.scope(), name: call.name, ok: outcome.outcome === 'ok', outcome: outcome.outcome, durationMs: this.deps.clock.now() - t0, at: this.deps.clock.now() });
         if (signal.aborted) throw new TurnAbortedError();
       }

@@ -55,6 +55,8 @@ export class SessionManager {
   private readonly active = new Map<string, ActiveSession>();
   private readonly loading = new Map<string, Promise<SessionEntry>>();
   private readonly writes = new Map<string, Promise<void>>();
+  /** Per key, the write waiting for the one under way (it writes the newest snapshot when it starts). */
+  private readonly queuedWrites = new Map<string, { snapshot: SessionEntry; entry: SessionEntry; write: Promise<void> }>();
   /** Entries whose last write failed after every retry; written again by {@link flush}. */
   private readonly unsaved = new Map<string, SessionEntry>();
   private readonly slotWaiters: (() => void)[] = [];
@@ -127,24 +129,36 @@ export class SessionManager {
 
   /** Persists an entry; retries with backoff; writes of one key stay in order. */
   save(entry: SessionEntry): Promise<void> {
-    const snapshot = structuredClone(entry);
+    // A write of this key that has not started yet takes the newer snapshot instead of queueing another:
+    // a burst of saves (a checkpoint per tool result) costs one write per write already under way.
+    const queued = this.queuedWrites.get(entry.key);
+    if (queued) {
+      queued.snapshot = structuredClone(entry);
+      queued.entry = entry;
+      return queued.write;
+    }
+    const next = { snapshot: structuredClone(entry), entry, write: undefined as unknown as Promise<void> };
+    this.queuedWrites.set(entry.key, next);
     const previous = this.writes.get(entry.key) ?? Promise.resolve();
     const retry = this.options.retry ?? { retries: 5, minTimeout: 50, maxTimeout: 2000 };
-    const write = previous.then(() => pRetry(() => this.options.store.set(snapshot), {
-      ...retry,
-      onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
-        this.options.logger.warn({ err: error, key: entry.key, attemptNumber, retriesLeft }, 'session store write failed; retrying');
-      },
-    }));
+    const write = previous.then(() => {
+      if (this.queuedWrites.get(entry.key) === next) this.queuedWrites.delete(entry.key);
+      return pRetry(() => this.options.store.set(next.snapshot), {
+        ...retry,
+        onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
+          this.options.logger.warn({ err: error, key: entry.key, attemptNumber, retriesLeft }, 'session store write failed; retrying');
+        },
+      });
+    });
+    next.write = write;
     const settled: Promise<void> = write.then(
       () => { this.unsaved.delete(entry.key); },
-      () => { this.unsaved.set(entry.key, entry); },
+      () => { this.unsaved.set(entry.key, next.entry); },
     ).finally(() => {
       if (this.writes.get(entry.key) === settled) this.writes.delete(entry.key);
     });
     this.writes.set(entry.key, settled);
-    const tracked = write;
-    return tracked;
+    return write;
   }
 
   /** Waits for every pending entry write. */

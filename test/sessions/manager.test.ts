@@ -131,6 +131,25 @@ describe('SessionManager', () => {
     expect(store.data.get(s.key)?.messageCount).toBe(2);
   });
 
+  it('a burst of saves before the write starts is written once, with the newest state', async () => {
+    const store = new MemoryStore();
+    const m = manager(store, clock, 10);
+    const s = await m.admit(init('burst'));
+    const before = store.writes;
+    const saves: Promise<void>[] = [];
+    for (let i = 1; i <= 20; i++) {
+      s.entry.messageCount = i;
+      saves.push(m.save(s.entry));
+    }
+    await Promise.all(saves);
+    expect(store.writes - before).toBe(1);
+    expect(store.data.get(s.key)?.messageCount).toBe(20);
+    // Each save's promise settles only once a write holding its state (or a newer one) is stored.
+    s.entry.messageCount = 21;
+    await m.save(s.entry);
+    expect(store.data.get(s.key)?.messageCount).toBe(21);
+  });
+
   it('a write that fails every retry is written again by flush()', async () => {
     const store = new MemoryStore();
     const m = manager(store, clock, 10);
