@@ -25,6 +25,8 @@ export interface LedgerRecord {
   timestamp: string;
   /** Present on the records of a spawned or messaged session's turns: the correlation id of the turn that started them. */
   parentCorrelationId?: string;
+  /** Names of the tools the model asked for in this call, when it asked for any. */
+  toolCalls?: string[];
 }
 
 /** The ledger record of a finished LLM call. */
@@ -49,6 +51,7 @@ export function ledgerRecordOf(event: LlmCallEvent): LedgerRecord {
     kind: event.kind,
     timestamp: new Date(event.at).toISOString(),
     ...(event.parentCorrelationId ? { parentCorrelationId: event.parentCorrelationId } : {}),
+    ...(event.toolCalls?.length ? { toolCalls: event.toolCalls } : {}),
   };
 }
 

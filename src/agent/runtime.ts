@@ -382,7 +382,8 @@ export class AgentRuntime {
       cacheRead: entry.tokens.cacheRead + callUsage.cacheReadTokens,
       cacheWrite: entry.tokens.cacheWrite + callUsage.cacheWriteTokens,
     };
-    this.events.emit('onLlmCall', { ...scope, kind, providerId: provider.id, modelId: response.model || model, usage: callUsage, isEstimated: estimated, estimatedInputTokensByComponent: context.components, retries: response.retries, durationMs: this.options.clock.now() - t0, at: this.options.clock.now() });
+    this.events.emit('onLlmCall', { ...scope, kind, providerId: provider.id, modelId: response.model || model, usage: callUsage, isEstimated: estimated, estimatedInputTokensByComponent: context.components, retries: response.retries, durationMs: this.options.clock.now() - t0,
+      ...(response.toolCalls.length ? { toolCalls: response.toolCalls.map((c) => c.name) } : {}), at: this.options.clock.now() });
     return response;
   }
 

@@ -43,6 +43,8 @@ export interface LlmCallEvent extends TurnScope {
   durationMs: number;
   /** Error code when the call failed (usage is then zero). */
   error?: string;
+  /** Names of the tools the model asked for in this call. */
+  toolCalls?: string[];
   at: number;
 }
 

@@ -109,7 +109,9 @@ describe('session tools', () => {
 
     // The child's ledger records carry the spawning turn's correlation id.
     await gw!.accounting.flush();
-    const records = (await (await fetch(`${gw!.url}/admin/providers`)).json() as { recentTurns: { sessionKey: string; correlationId: string; parentCorrelationId?: string }[] }).recentTurns;
+    const records = (await (await fetch(`${gw!.url}/admin/providers`)).json() as { recentTurns: { sessionKey: string; correlationId: string; parentCorrelationId?: string; toolCalls?: string[] }[] }).recentTurns;
+    // Newest first: the parent's first call asked for sessions_spawn (shown in the timeline), its second asked for nothing.
+    expect(records.filter((x) => x.sessionKey === 'agent:main:main').reverse().map((x) => x.toolCalls)).toEqual([['sessions_spawn'], undefined, undefined]);
     const parentTurn = records.filter((x) => x.sessionKey === 'agent:main:main').at(-1)!;
     const childRecord = records.find((x) => x.sessionKey === spawned.sessionKey)!;
     expect(childRecord.parentCorrelationId).toBe(parentTurn.correlationId);
