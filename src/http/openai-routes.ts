@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
+import { streamSSE } from 'hono/streaming';
 import type { TurnEvents } from '../agent/turn-events.ts';
 import type { ResolvedConfig } from '../config/resolved.ts';
 import type { InboundSink, TurnResult } from '../core/channel-adapter.ts';
@@ -134,8 +135,7 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
   // Wait for the first token (or the end) before answering, so a turn that fails early gets a real HTTP error.
   const early = await Promise.race([relay.started.then(() => undefined), turn.done.then((result) => ({ result }))]);
   if (early && !succeeded(early.result)) return failureResponse(c, turn.failure(early.result), headers);
-  const stream = sseStream({ id, created, model: agent.model, includeUsage: body.stream_options?.include_usage === true, relay, turn, abort });
-  return new Response(stream, { headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers } });
+  return sseResponse(c, headers, { id, created, model: agent.model, includeUsage: body.stream_options?.include_usage === true, relay, turn, abort });
 }
 
 /** Hands the message to the gateway; undefined when it was not accepted. Cleans up when the turn ends. */
@@ -181,50 +181,45 @@ function failureResponse(c: ApiContext, f: Failure, headers: Record<string, stri
   return c.json(errorBody(f.status, f.message, f.code), f.status as 400, headers);
 }
 
-/** The SSE body: a role chunk, content deltas, the finish chunk, the usage chunk when asked, `data: [DONE]`. */
-function sseStream(options: {
+/**
+ * The SSE answer (Hono's streamSSE): a role chunk, content deltas, the finish chunk, the usage chunk when
+ * asked, `data: [DONE]`. A client that goes away aborts the turn.
+ */
+function sseResponse(c: ApiContext, headers: Record<string, string>, options: {
   id: string; created: number; model: string; includeUsage: boolean; relay: DeltaRelay; turn: RunningTurn; abort: AbortController;
-}): ReadableStream<Uint8Array> {
+}): Response {
   const { id, created, model, includeUsage, relay, turn } = options;
-  const encoder = new TextEncoder();
-  return new ReadableStream<Uint8Array>({
-    async start(controller) {
-      let open = true;
-      const write = (data: unknown) => {
-        if (!open) return;
-        try {
-          controller.enqueue(encoder.encode(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`));
-        } catch {
-          open = false;
-        }
-      };
-      const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-        write({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: null, choices, ...(includeUsage ? { usage: null } : {}), ...extra });
-      const delta = (content: string) => chunk([{ index: 0, delta: { content }, finish_reason: null, logprobs: null }]);
-      chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null, logprobs: null }]);
-      let streamed = '';
-      const forward = (d: string) => { streamed += d; delta(d); };
-      for (const d of relay.buffered.splice(0)) forward(d);
-      relay.attach(forward);
-      const result = await turn.done;
-      relay.attach(undefined);
-      if (succeeded(result)) {
-        const reply = replyOf(result);
-        // Command replies and notices arrive whole: send what was not streamed.
-        if (!streamed) delta(reply);
-        else if (reply.startsWith(streamed) && reply.length > streamed.length) delta(reply.slice(streamed.length));
-        chunk([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }]);
-        if (includeUsage) chunk([], { usage: openAIUsage(result.usage) });
-      } else {
-        // Headers are sent: report the failure in-band, as OpenAI does (the client throws an APIError).
-        const f = turn.failure(result);
-        write(errorBody(f.status, f.message, f.code));
-      }
-      write('[DONE]');
-      if (open) controller.close();
-    },
-    cancel() {
-      options.abort.abort(new Error('the HTTP client went away'));
-    },
+  for (const [name, value] of Object.entries(headers)) c.header(name, value);
+  return streamSSE(c, async (stream) => {
+    stream.onAbort(() => options.abort.abort(new Error('the HTTP client went away')));
+    // Deltas arrive from a callback; writes go out one after another.
+    let chain: Promise<void> = Promise.resolve();
+    const write = (data: unknown) => {
+      chain = chain.then(() => (stream.aborted ? undefined : stream.writeSSE({ data: typeof data === 'string' ? data : JSON.stringify(data) })));
+    };
+    const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+      write({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: null, choices, ...(includeUsage ? { usage: null } : {}), ...extra });
+    const delta = (content: string) => chunk([{ index: 0, delta: { content }, finish_reason: null, logprobs: null }]);
+    chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null, logprobs: null }]);
+    let streamed = '';
+    const forward = (d: string) => { streamed += d; delta(d); };
+    for (const d of relay.buffered.splice(0)) forward(d);
+    relay.attach(forward);
+    const result = await turn.done;
+    relay.attach(undefined);
+    if (succeeded(result)) {
+      const reply = replyOf(result);
+      // Command replies and notices arrive whole: send what was not streamed.
+      if (!streamed) delta(reply);
+      else if (reply.startsWith(streamed) && reply.length > streamed.length) delta(reply.slice(streamed.length));
+      chunk([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }]);
+      if (includeUsage) chunk([], { usage: openAIUsage(result.usage) });
+    } else {
+      // Headers are sent: report the failure in-band, as OpenAI does (the client throws an APIError).
+      const f = turn.failure(result);
+      write(errorBody(f.status, f.message, f.code));
+    }
+    write('[DONE]');
+    await chain;
   });
 }
