@@ -27,6 +27,7 @@ import { mountPairingRoutes } from './http/pairing-routes.ts';
 import { mountRunRoutes } from './http/run-routes.ts';
 import { resumeInterruptedRuns } from './gateway/resume.ts';
 import { createToolRegistry } from './tools/index.ts';
+import { McpHub } from './tools/mcp/mcp-hub.ts';
 import type { TimeoutHandle } from './tools/registry.ts';
 import { allSessions } from './sessions/scan.ts';
 import { createHttpApp } from './http/app.ts';
@@ -54,6 +55,8 @@ export interface StartOptions {
   listen?: boolean;
   /** Replace the configured channels (tests, `switchboard chat`). */
   adapters?: ChannelAdapter[];
+  /** First reconnect delay of MCP servers (default 1 s). */
+  mcpReconnectBaseMs?: number;
   /** The timer of tool calls and `sessions_yield` waits (tests fire it themselves). */
   toolTimeout?: (ms: number) => TimeoutHandle;
   /** Who takes the state folder's lock (default: a gateway when listening, else `switchboard chat`). */
@@ -135,6 +138,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     sink: () => gateway.sink, history: (entry) => transcripts.read(entry.sessionId), timeout: options.toolTimeout,
   });
   runtime = new AgentRuntime({ config, sessions, transcripts, providers, clock, logger, tools });
+  const mcp = new McpHub({ config, registry: tools, logger, reconnectBaseMs: options.mcpReconnectBaseMs });
   const inbox = new Inbox({ file: path.join(config.stateDir, 'inbox.jsonl'), clock, logger });
   const pending = inbox.open();
   const pairing = new PairingStore({ uri: config.store, clock });
@@ -190,6 +194,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     providers: Object.values(config.providers).map((p) => ({ id: p.id, kind: p.kind, model: p.model, contextWindow: p.contextWindow })),
     tracker: accounting.providers,
     queue: () => ({ running: gateway.lanes.runningCount, queued: gateway.lanes.totalQueued() }),
+    mcp: () => mcp.status(),
   });
   registerGatewayCommands(runtime.commands, { status, usage: () => accounting.totals.snapshot() });
   registerCheckedCommands(runtime.commands, { providers, clock, keyTotals: (key) => accounting.totals.ofKey(key), sessionTotals: (key, id) => accounting.totals.ofSession(key, id) });
@@ -232,6 +237,8 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   // From here on, an error nobody catches is logged and the gateway keeps serving.
   const releaseProcessGuard = installProcessGuard(logger);
   supervisor.start();
+  // MCP servers connect in the background too; their tools join the requests once they are ready.
+  mcp.start();
   replay(replayNow);
   if (config.backgroundExecution.enabled && config.backgroundExecution.autoResumeOnStartup) {
     void resumeInterruptedRuns(gateway, allSessions(store, sessions), logger);
@@ -256,6 +263,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
       logger.info('shutting down: no new messages; finishing running turns');
       await gateway.close(config.gateway.shutdownGraceMs);
       await supervisor.stop();
+      await mcp.stop();
       if (server) {
         const s = server;
         await new Promise<void>((resolve) => {

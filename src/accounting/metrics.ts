@@ -35,6 +35,7 @@ export class GatewayMetrics {
   private readonly tokens: Counter<'type' | 'provider' | 'model' | 'kind' | 'channel'>;
   private readonly toolCalls: Counter<'tool' | 'outcome'>;
   private readonly batches: Counter<'outcome'>;
+  private readonly cutResults: Counter<'tool'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -57,6 +58,7 @@ export class GatewayMetrics {
       labelNames: ['type', 'provider', 'model', 'kind', 'channel'], registers,
     });
     this.toolCalls = new Counter({ name: 'switchboard_tool_calls_total', help: 'Tool calls, by tool and outcome (ok, error, invalid_arguments, timeout, unknown_tool, not_enabled, interrupted).', labelNames: ['tool', 'outcome'], registers });
+    this.cutResults = new Counter({ name: 'switchboard_tool_results_cut_total', help: 'Tool results cut to tools.maxResultChars, by tool.', labelNames: ['tool'], registers });
     this.batches = new Counter({ name: 'switchboard_background_batches_total', help: 'Background batches of goal runs, by outcome (completed, continuing, budget-limited, stopped, failed).', labelNames: ['outcome'], registers });
     new Gauge({ name: 'switchboard_active_sessions', help: 'Sessions in the active cache (memory).', registers, collect() { this.set(sources.activeSessions()); } });
     new Counter({
@@ -98,6 +100,7 @@ export class GatewayMetrics {
 
   toolCall(event: ToolCallEvent): void {
     this.toolCalls.inc({ tool: event.name, outcome: event.outcome });
+    if (event.cutChars) this.cutResults.inc({ tool: event.name });
   }
 
   batchEnd(event: BatchEndEvent): void {

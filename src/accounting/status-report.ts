@@ -34,6 +34,17 @@ export interface StatusReport {
   providers: ProviderStatusReport[];
   /** Turns running now and messages waiting on session lanes. */
   queue: { running: number; queued: number };
+  /** Each MCP server: connecting, ready or failed (with the reason), and its tool count. */
+  mcp: McpStatusReport[];
+}
+
+/** One MCP server in `GET /status`. */
+export interface McpStatusReport {
+  name: string;
+  transport: string;
+  state: string;
+  tools: number;
+  error?: string;
 }
 
 /** What the status report is read from. */
@@ -48,6 +59,7 @@ export interface StatusSources {
   providers: readonly { id: string; kind: string; model: string; contextWindow: number }[];
   tracker: ProviderTracker;
   queue(): { running: number; queued: number };
+  mcp?(): McpStatusReport[];
 }
 
 /** Builds the status report; a store that cannot count gives `persisted: null` rather than failing. */
@@ -68,5 +80,6 @@ export async function buildStatusReport(sources: StatusSources): Promise<StatusR
       };
     }),
     queue: sources.queue(),
+    mcp: sources.mcp?.() ?? [],
   };
 }

@@ -135,7 +135,7 @@ export class BatchRunner {
         checkpoint.toolCalls = (checkpoint.toolCalls ?? 0) + 1;
         // Ordered and coalesced per key; the transcript already holds the result, and the batch's end awaits it.
         void this.deps.persist(entry, scope.logger);
-        this.deps.events.emit('onToolCall', { ...scope.scope(), name: call.name, ok: outcome.outcome === 'ok', outcome: outcome.outcome, durationMs: this.deps.clock.now() - t0, at: this.deps.clock.now() });
+        this.deps.events.emit('onToolCall', { ...scope.scope(), name: call.name, ok: outcome.outcome === 'ok', outcome: outcome.outcome, ...(outcome.cutChars ? { cutChars: outcome.cutChars } : {}), durationMs: this.deps.clock.now() - t0, at: this.deps.clock.now() });
         if (signal.aborted) throw new TurnAbortedError();
       }
     }

@@ -171,6 +171,7 @@ export interface GatewayFigures {
     sessions: { active: number; persisted: number | null };
     queue: { running: number; queued: number };
     providers: readonly { id: string; model: string; requests: number; retries: number; errors: number; totalTokens: number }[];
+    mcp?: readonly { name: string; state: string; tools: number; error?: string }[];
   }>;
   usage(): {
     totals: { totalTokens: number; llmCalls: number };
@@ -192,6 +193,7 @@ export function registerGatewayCommands(registry: CommandRegistry, figures: Gate
           session,
           `• gateway: v${report.version} · up ${formatUptime(report.uptimeSeconds)} · sessions ${n(report.sessions.active)} active / ${stored} stored · ${report.queue.running} running, ${report.queue.queued} queued`,
           ...report.providers.map((p) => `• provider ${p.id} (${p.model}): ${plural(p.requests, 'request')} · ${plural(p.retries, 'retry', 'retries')} · ${plural(p.errors, 'error')} · ${plural(p.totalTokens, 'token')}`),
+          ...(report.mcp ?? []).map((m) => `• MCP server ${m.name}: ${m.state} · ${plural(m.tools, 'tool')}${m.error ? ` (${m.error})` : ''}`),
         ].join('\n');
       },
     });

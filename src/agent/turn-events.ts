@@ -54,6 +54,8 @@ export interface ToolCallEvent extends TurnScope {
   ok: boolean;
   /** How the call ended: ok, error, invalid_arguments, timeout, unknown_tool, not_enabled, interrupted. */
   outcome: string;
+  /** Characters cut from a result over `tools.maxResultChars`. */
+  cutChars?: number;
   at: number;
 }
 

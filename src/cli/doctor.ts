@@ -4,6 +4,7 @@ import type { ResolvedConfig } from '../config/resolved.ts';
 import { readStateOwner, StateLock } from '../core/state-lock.ts';
 import { dmScopeWarning } from '../routing/dm-scope-warning.ts';
 import { withPairingAdmin } from './pairing.ts';
+import { probeMcpServers } from '../tools/mcp/mcp-probe.ts';
 
 /** One line of `switchboard doctor`: `ok`, `warn` or `FAIL`, what was checked, and what to do. */
 export interface Check {
@@ -129,12 +130,18 @@ export async function runDoctor(config: ResolvedConfig, out: NodeJS.WritableStre
   } catch (error) {
     checks.push({ name: 'state folder', ok: false, detail: `${config.stateDir}: ${(error as Error).message}; set stateDir (or SWITCHBOARD_STATE_DIR) to a writable folder` });
   }
-  const [port, providers, channels] = await Promise.all([
+  const [port, providers, channels, mcp] = await Promise.all([
     checkPort(config),
     Promise.all(Object.values(config.providers).map(checkProvider)),
     checkChannels(config),
+    probeMcpServers(config),
   ]);
   checks.push(port, ...providers, ...channels);
+  for (const server of mcp) {
+    checks.push(server.state === 'ready'
+      ? { name: `mcp ${server.name}`, ok: true, detail: `${server.transport} server ready with ${server.tools} tool${server.tools === 1 ? '' : 's'}` }
+      : { name: `mcp ${server.name}`, ok: false, detail: `${server.error ?? server.state}; check mcp.servers.${server.name} (command and args, or url and headers)` });
+  }
   if (!config.gateway.authToken && !/^(127\.|localhost$|::1$)/.test(config.gateway.host)) {
     checks.push({ name: 'gateway', ok: false, detail: `host ${config.gateway.host} is reachable from other machines without gateway.authToken: start will refuse; set SWITCHBOARD_AUTH_TOKEN or bind to 127.0.0.1` });
   } else {

@@ -65,7 +65,27 @@ export function loadConfig(options: LoadConfigOptions = {}): ResolvedConfig {
     const where = configPath ? ` in ${configPath}` : '';
     throw new ConfigError(`Invalid configuration${where}:\n  - ${issues.join('\n  - ')}`, issues);
   }
+  parsed.data.mcp = withEnvReferences(parsed.data.mcp, env);
   return resolveConfig(parsed.data, cwd, configPath);
+}
+
+/** Replaces `${NAME}` in MCP servers' `env` and `headers` values from the environment; a missing name stops start-up. */
+function withEnvReferences(mcp: ParsedConfig['mcp'], env: NodeJS.ProcessEnv): ParsedConfig['mcp'] {
+  const servers: ParsedConfig['mcp']['servers'] = {};
+  for (const [name, server] of Object.entries(mcp.servers)) {
+    const field = 'url' in server ? 'headers' : 'env';
+    const values = 'url' in server ? server.headers : server.env;
+    const resolved: Record<string, string> = {};
+    for (const [key, value] of Object.entries(values)) {
+      resolved[key] = value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, variable: string) => {
+        const found = env[variable];
+        if (found === undefined) throw new ConfigError(`Invalid configuration: mcp.servers.${name}.${field}.${key} names \${${variable}}, which is not set in the environment or .env.`);
+        return found;
+      });
+    }
+    servers[name] = { ...server, [field]: resolved } as typeof server;
+  }
+  return { ...mcp, servers };
 }
 
 function mergedEnv(cwd: string, env: NodeJS.ProcessEnv, readDotenv: boolean): NodeJS.ProcessEnv {
@@ -186,6 +206,8 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
     session: config.session,
     channels: { telegram, discord, slack, webchat: c.webchat },
     tools: config.tools,
+    mcp: { ...config.mcp, servers: Object.fromEntries(Object.entries(config.mcp.servers).map(([name, server]) =>
+      [name, 'command' in server && server.cwd ? { ...server, cwd: path.resolve(cwd, server.cwd) } : server])) },
     backgroundExecution: config.backgroundExecution,
     secrets,
   };
@@ -233,6 +255,8 @@ function collectSecrets(config: ParsedConfig): string[] {
   for (const t of [c.telegram, ...Object.values(c.telegram.accounts)]) { add(t.botToken); add(t.webhookSecret); }
   for (const d of [c.discord, ...Object.values(c.discord.accounts)]) add(d.token);
   for (const s of [c.slack, ...Object.values(c.slack.accounts)]) { add(s.botToken); add(s.appToken); add(s.signingSecret); }
+  // MCP headers and server environments carry API keys; their values never reach a log.
+  for (const server of Object.values(config.mcp.servers)) for (const v of Object.values('url' in server ? server.headers : server.env)) add(v);
   return [...values];
 }
 

@@ -66,6 +66,8 @@ export interface ResolvedConfig {
     webchat: { enabled: boolean; maxInboundChars?: number };
   };
   tools: ParsedConfig['tools'];
+  /** MCP servers, `${NAME}` references in `env` and `headers` replaced from the environment, `cwd` absolute. */
+  mcp: ParsedConfig['mcp'];
   backgroundExecution: ParsedConfig['backgroundExecution'];
   /** Every secret value in the config, scrubbed from logs and errors. */
   secrets: string[];

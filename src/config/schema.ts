@@ -80,7 +80,7 @@ const contextPruning = z.strictObject({
 
 /** Tool presets of SPEC §11. */
 export const TOOL_PRESETS = ['full', 'messaging', 'minimal', 'none'] as const;
-const toolName = z.string().regex(/^(group:[a-z0-9_:-]+|[a-zA-Z0-9_-]{1,64})$/, 'expected a tool name or a group:<name>');
+const toolName = z.string().regex(/^((group|mcp):[a-zA-Z0-9_:-]+|[a-zA-Z0-9_-]{1,64})$/, 'expected a tool name, group:<name> or mcp:<server>');
 const toolPolicy = z.strictObject({
   preset: z.enum(TOOL_PRESETS).default('messaging'),
   allow: z.array(toolName).default([]),
@@ -227,6 +227,31 @@ const ledger = z.strictObject({
   retentionDays: z.number().nonnegative().default(365),
 });
 
+/** An MCP server's name: the prefix of its tools (`<name>__<tool>`) and its group (`mcp:<name>`). */
+const mcpServerName = z.string().regex(/^[a-zA-Z0-9_-]{1,32}$/, 'expected 1-32 letters, digits, - or _');
+/** A value that may name environment variables as `${NAME}` (secrets stay out of the file). */
+const envString = z.string();
+const mcpStdio = z.strictObject({
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), envString).default({}),
+  cwd: z.string().optional(),
+  enabled: z.boolean().default(true),
+  /** Overrides `mcp.connectTimeoutMs` for this server. */
+  connectTimeoutMs: z.number().int().positive().optional(),
+});
+const mcpHttp = z.strictObject({
+  url: z.url({ protocol: /^https?$/ }),
+  headers: z.record(z.string(), envString).default({}),
+  enabled: z.boolean().default(true),
+  connectTimeoutMs: z.number().int().positive().optional(),
+});
+const mcp = z.strictObject({
+  /** How long connecting (start-up of a stdio server, `initialize`, `tools/list`) may take before the server counts as failed. */
+  connectTimeoutMs: z.number().int().positive().default(10_000),
+  servers: z.record(mcpServerName, z.union([mcpStdio, mcpHttp])).default({}),
+});
+
 /** The whole configuration file (SPEC §9). Every key is optional; defaults are SPEC's. */
 export const configSchema = z.strictObject({
   $schema: z.string().optional(),
@@ -257,6 +282,7 @@ export const configSchema = z.strictObject({
       maxChildren: z.number().int().min(0).max(100).default(5),
     }).prefault({}),
   }).prefault({}),
+  mcp: mcp.prefault({}),
   backgroundExecution: z.strictObject({
     enabled: z.boolean().default(false),
     maxConcurrentBackgroundTurns: z.number().int().positive().default(3),
@@ -277,6 +303,7 @@ export type ResetPolicyPatch = z.output<typeof resetPolicyPatch>;
 export type SessionConfig = z.output<typeof session>;
 export type AgentDefaults = z.output<typeof agentDefaults>;
 export type ToolPolicy = z.output<typeof toolPolicy>;
+export type McpServerConfig = z.output<typeof mcpStdio> | z.output<typeof mcpHttp>;
 export type ToolPreset = (typeof TOOL_PRESETS)[number];
 export type DmScope = z.output<typeof dmScope>;
 export type DmPolicy = z.output<typeof dmPolicy>;

@@ -97,7 +97,7 @@ export class ToolRegistry {
     const signal = AbortSignal.any([context.signal, timeout.signal]);
     try {
       const answer = await untilAborted(registered.tool.run(parsed.value, { ...context, signal, toolCallId: call.id }), signal);
-      return { outcome: 'ok', content: this.cut(format(answer)) };
+      return { outcome: 'ok', ...this.cut(format(answer)) };
     } catch (error) {
       if (context.signal.aborted) throw error;
       if (timeout.signal.aborted) {
@@ -110,13 +110,14 @@ export class ToolRegistry {
     }
   }
 
-  private cut(content: string): string {
+  private cut(content: string): { content: string; cutChars?: number } {
     const max = this.options.maxResultChars;
-    if (content.length <= max) return content;
+    if (content.length <= max) return { content };
     let end = max;
     const code = content.charCodeAt(end - 1);
     if (code >= 0xd800 && code <= 0xdbff) end--;
-    return `${content.slice(0, end)}\n[… result cut: ${content.length - end} more characters not shown]`;
+    const cutChars = content.length - end;
+    return { content: `${content.slice(0, end)}\n[… result cut: ${cutChars} more characters not shown]`, cutChars };
   }
 }
 

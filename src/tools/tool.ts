@@ -61,4 +61,6 @@ export type ToolOutcomeKind = 'ok' | 'error' | 'invalid_arguments' | 'timeout' |
 export interface ToolOutcome {
   content: string;
   outcome: ToolOutcomeKind;
+  /** Characters cut from a result over `tools.maxResultChars`. */
+  cutChars?: number;
 }

@@ -20,6 +20,7 @@ function testTools(log: string[]) {
       run: async ({ a, b }) => { log.push(`add ${a}+${b}`); return { sum: a + b }; } }),
     defineTool({ name: 'explode', group: 'test', description: 'always fails', schema: z.object({}),
       run: async () => { log.push('explode'); throw new Error('the disk is on fire'); } }),
+    defineTool({ name: 'flood', group: 'test', description: 'returns a lot', schema: z.object({}), run: async () => `😀${'y'.repeat(4000)}` }),
     defineTool({ name: 'hang', group: 'test', description: 'never returns', schema: z.object({}),
       run: () => { log.push('hang'); return new Promise(() => undefined); } }),
   ];
@@ -59,7 +60,7 @@ describe('the tool loop', () => {
     // The second request carries both results, in order, right after the call.
     const second = h.turnRequests()[1]!;
     expect(second.body.messages.slice(-3).map((x) => [x.role, x.tool_call_id ?? ''])).toEqual([['assistant', ''], ['tool', 'c1'], ['tool', 'c2']]);
-    expect(toolNames(second)).toEqual(['memory_write', 'memory_search', 'add', 'explode', 'hang']);
+    expect(toolNames(second)).toEqual(['memory_write', 'memory_search', 'add', 'explode', 'flood', 'hang']);
     expect(calls.map((c) => [c.usage.inputTokens, c.usage.outputTokens])).toEqual([[100, 7], [200, 3]]);
     expect(tools.map((t) => [t.name, t.outcome])).toEqual([['add', 'ok'], ['add', 'ok']]);
     expect(h.session().entry.runState).toBe('idle');
@@ -69,13 +70,14 @@ describe('the tool loop', () => {
   it('bad arguments, a throwing tool, an unknown tool and a hanging tool (timeout) each become a result; the turn answers', async () => {
     const log: string[] = [];
     const timers = manualTimers();
-    h = await startHarness({ tools: testTools(log), toolTimeout: timers.timeout, config: { tools: { timeoutSeconds: 5 } }, reply: scripted([[
+    h = await startHarness({ tools: testTools(log), toolTimeout: timers.timeout, reply: scripted([[
       { id: 'b1', name: 'add', arguments: '{"a":"two"}' },
       { id: 'b2', name: 'add', arguments: '{not json' },
       { id: 'b3', name: 'explode', arguments: '{}' },
       { id: 'b4', name: 'no_such_tool', arguments: '{}' },
       { id: 'b5', name: 'hang', arguments: '' },
-    ]], 'recovered') });
+      { id: 'b6', name: 'flood', arguments: '{}' },
+    ]], 'recovered'), config: { tools: { timeoutSeconds: 5, maxResultChars: 1000 } } });
     const tools: ToolCallEvent[] = [];
     h.runtime.events.subscribe({ onToolCall: (e) => tools.push(e) });
     const reply = h.send('try everything');
@@ -87,10 +89,13 @@ describe('the tool loop', () => {
     expect(results[0]).toMatch(/^Error: invalid arguments for add: a: .*; b: .*Fix the arguments/);
     expect(results[1]).toMatch(/^Error: the arguments of add are not valid JSON/);
     expect(results[2]).toBe('Error: the tool "explode" failed: the disk is on fire');
-    expect(results[3]).toMatch(/^Error: there is no tool named "no_such_tool"\. Available tools: memory_write, memory_search, add, explode, hang\.$/);
+    expect(results[3]).toMatch(/^Error: there is no tool named "no_such_tool"\. Available tools: memory_write, memory_search, add, explode, flood, hang\.$/);
     expect(results[4]).toBe('Error: the tool "hang" did not finish within 5 s and was cancelled.');
+    // A result over tools.maxResultChars is cut with a note, and the cut is counted.
+    expect(results[5]).toBe(`😀${'y'.repeat(998)}\n[… result cut: 3002 more characters not shown]`);
     expect(log).toEqual(['explode', 'hang']);
-    expect(tools.map((t) => t.outcome)).toEqual(['invalid_arguments', 'invalid_arguments', 'error', 'unknown_tool', 'timeout']);
+    expect(tools.map((t) => t.outcome)).toEqual(['invalid_arguments', 'invalid_arguments', 'error', 'unknown_tool', 'timeout', 'ok']);
+    expect(tools.map((t) => t.cutChars)).toEqual([undefined, undefined, undefined, undefined, undefined, 3002]);
   });
 
   it('/stop (the turn signal) aborts a running tool and the loop; the next turn gives the call an "interrupted" result first', async () => {

@@ -1,0 +1,246 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { z } from 'zod';
+import type { McpServerConfig } from '../../config/schema.ts';
+import type { Logger } from '../../core/logger.ts';
+import type { ToolRegistry } from '../registry.ts';
+import type { Tool } from '../tool.ts';
+import { describeMcpResult, type McpCallResult } from './mcp-results.ts';
+
+/** Where a server stands (SPEC §11: connecting / ready / failed). */
+export type McpState = 'connecting' | 'ready' | 'failed' | 'stopped';
+
+/** What `/status` shows of one server. */
+export interface McpServerStatus {
+  name: string;
+  transport: 'stdio' | 'http';
+  state: McpState;
+  tools: number;
+  /** Why it failed (the last error), when it did. */
+  error?: string;
+}
+
+/** Options of {@link McpServerConnection}. */
+export interface McpConnectionOptions {
+  name: string;
+  config: McpServerConfig;
+  registry: ToolRegistry;
+  logger: Logger;
+  connectTimeoutMs: number;
+  /** The longest a call may take (the registry's timeout cuts it first). */
+  callTimeoutMs: number;
+  /** First reconnect delay; doubles up to `maxReconnectMs`, with jitter. */
+  reconnectBaseMs?: number;
+  maxReconnectMs?: number;
+  /** Called whenever the state or the tool list changes. */
+  onChange?: () => void;
+}
+
+/** Tool schemas over this size (JSON characters) are left out: one server cannot take over every request. */
+const MAX_SCHEMA_CHARS = 32_000;
+const MAX_DESCRIPTION = 1024;
+const MAX_TOOL_PAGES = 20;
+
+/**
+ * One MCP server (stdio or Streamable HTTP) through the official SDK client: connects within a bound,
+ * registers its tools as `<server>__<tool>` in group `mcp:<server>`, follows `tools/list_changed`, and when
+ * the connection drops logs it once, removes the tools and reconnects with backoff. Calls carry the turn's
+ * signal (the SDK sends the cancellation to the server).
+ */
+export class McpServerConnection {
+  private readonly options: McpConnectionOptions;
+  private state: McpState = 'connecting';
+  private error?: string;
+  private client?: Client;
+  private toolCount = 0;
+  private attempt = 0;
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+  private generation = 0;
+
+  constructor(options: McpConnectionOptions) {
+    this.options = options;
+  }
+
+  get group(): string {
+    return `mcp:${this.options.name}`;
+  }
+
+  status(): McpServerStatus {
+    return {
+      name: this.options.name, transport: 'url' in this.options.config ? 'http' : 'stdio', state: this.state, tools: this.toolCount,
+      ...(this.error && this.state !== 'ready' ? { error: this.error } : {}),
+    };
+  }
+
+  /** Connects in the background; never throws. */
+  start(): void {
+    void this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.setState('stopped');
+    this.options.registry.unregisterGroup(this.group);
+    const client = this.client;
+    this.client = undefined;
+    await client?.close().catch(() => undefined);
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    const generation = ++this.generation;
+    this.setState('connecting');
+    const client = new Client({ name: 'switchboard', version: '0.1.0' }, {
+      listChanged: { tools: { onChanged: (error, tools) => { if (!error && tools && generation === this.generation) this.register(tools); } } },
+    });
+    const transport = this.transport();
+    const timeout = AbortSignal.timeout(this.options.connectTimeoutMs);
+    try {
+      await client.connect(transport, { signal: timeout, timeout: this.options.connectTimeoutMs });
+      const tools = await this.listTools(client, timeout);
+      if (this.stopped || generation !== this.generation) { await client.close().catch(() => undefined); return; }
+      this.client = client;
+      client.onclose = () => this.lost(generation, 'the connection closed');
+      this.attempt = 0;
+      this.register(tools);
+      this.setState('ready');
+      this.options.logger.info({ mcpServer: this.options.name, tools: this.toolCount }, 'MCP server ready');
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      const reason = timeout.aborted ? `timed out after ${this.options.connectTimeoutMs / 1000} s` : (error as Error).message;
+      this.fail(generation, reason);
+    }
+  }
+
+  private transport(): Transport {
+    const config = this.options.config;
+    if ('url' in config) return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
+    const transport = new StdioClientTransport({
+      command: config.command, args: config.args, env: { ...getDefaultEnvironment(), ...config.env }, ...(config.cwd ? { cwd: config.cwd } : {}), stderr: 'pipe',
+    });
+    // A server's stderr is its log: kept at debug level, never on our stdout.
+    transport.stderr?.on('data', (chunk: Buffer) => this.options.logger.debug({ mcpServer: this.options.name, stderr: chunk.toString('utf8').slice(0, 2000) }, 'MCP server stderr'));
+    return transport;
+  }
+
+  private async listTools(client: Client, signal: AbortSignal): Promise<McpToolInfo[]> {
+    const tools: McpToolInfo[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+      const result = await client.listTools(cursor ? { cursor } : {}, { signal, timeout: this.options.connectTimeoutMs });
+      tools.push(...(result.tools as McpToolInfo[]));
+      cursor = result.nextCursor;
+      if (!cursor) break;
+    }
+    return tools;
+  }
+
+  /** The connection dropped (server exited, network): logged once, tools removed, reconnect scheduled. */
+  private lost(generation: number, reason: string): void {
+    if (this.stopped || generation !== this.generation || this.state !== 'ready') return;
+    this.client = undefined;
+    this.fail(generation, reason);
+  }
+
+  private fail(generation: number, reason: string): void {
+    if (this.stopped || generation !== this.generation) return;
+    const first = this.attempt === 0;
+    this.error = reason;
+    this.options.registry.unregisterGroup(this.group);
+    this.toolCount = 0;
+    this.setState('failed');
+    if (first) this.options.logger.warn({ mcpServer: this.options.name, reason }, `MCP server ${this.options.name} is unavailable (${reason}); its tools are left out and it is reconnected with backoff`);
+    const base = this.options.reconnectBaseMs ?? 1000;
+    const delay = Math.min(this.options.maxReconnectMs ?? 60_000, base * 2 ** this.attempt) * (0.8 + Math.random() * 0.4);
+    this.attempt++;
+    this.timer = setTimeout(() => void this.connect(), delay);
+    this.timer.unref();
+  }
+
+  private register(tools: McpToolInfo[]): void {
+    const registry = this.options.registry;
+    registry.unregisterGroup(this.group);
+    const taken = new Set(registry.names());
+    let count = 0;
+    for (const info of tools) {
+      const tool = this.toTool(info, taken);
+      if (!tool) continue;
+      registry.register(tool);
+      taken.add(tool.name);
+      count++;
+    }
+    this.toolCount = count;
+    this.options.onChange?.();
+  }
+
+  private toTool(info: McpToolInfo, taken: Set<string>): Tool | undefined {
+    const parameters = objectSchema(info.inputSchema);
+    if (JSON.stringify(parameters).length > MAX_SCHEMA_CHARS) {
+      this.options.logger.warn({ mcpServer: this.options.name, tool: info.name }, 'MCP tool left out: its input schema is too large');
+      return undefined;
+    }
+    const name = uniqueName(`${this.options.name}__${info.name}`, taken);
+    return {
+      name, group: this.group, jsonSchema: parameters,
+      description: (info.description ?? info.title ?? `${info.name} (from MCP server ${this.options.name})`).slice(0, MAX_DESCRIPTION),
+      schema: validatorOf(parameters),
+      run: async (args, context) => {
+        const client = this.client;
+        if (!client) throw new Error(`the MCP server "${this.options.name}" is not connected (${this.error ?? 'reconnecting'}); try again later`);
+        const result = await client.callTool({ name: info.name, arguments: args as Record<string, unknown> }, undefined, { signal: context.signal, timeout: this.options.callTimeoutMs });
+        return describeMcpResult(result as McpCallResult);
+      },
+    };
+  }
+
+  private setState(state: McpState): void {
+    this.state = state;
+    this.options.onChange?.();
+  }
+}
+
+/** A tool as `tools/list` describes it. */
+interface McpToolInfo {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema?: Record<string, unknown>;
+}
+
+/** The tool's input schema as a request can carry it: an object schema, without `$schema`. */
+export function objectSchema(schema: Record<string, unknown> | undefined): Record<string, unknown> {
+  const { $schema: _drop, ...rest } = schema ?? {};
+  const properties = rest.properties && typeof rest.properties === 'object' && !Array.isArray(rest.properties) ? rest.properties : {};
+  return { ...rest, type: 'object', properties };
+}
+
+/** OpenAI's function-name rule; a clash gets a numeric suffix. */
+function uniqueName(wanted: string, taken: Set<string>): string {
+  const base = wanted.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 64);
+  if (!taken.has(base)) return base;
+  for (let i = 2; ; i++) {
+    const candidate = `${base.slice(0, 64 - String(i).length - 1)}_${i}`;
+    if (!taken.has(candidate)) return candidate;
+  }
+}
+
+const ajv = new AjvJsonSchemaValidator();
+
+/** Arguments are checked against the server's own JSON schema; a schema Ajv cannot compile checks only that they are an object. */
+export function validatorOf(schema: Record<string, unknown>): z.ZodType<unknown> {
+  let validate: ((input: unknown) => { valid: boolean; errorMessage?: string }) | undefined;
+  try {
+    validate = ajv.getValidator(schema as never);
+  } catch {
+    validate = undefined;
+  }
+  return z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
+    const result = validate?.(value);
+    if (result && !result.valid) ctx.addIssue({ code: 'custom', message: result.errorMessage ?? 'does not match the schema' });
+  });
+}

@@ -1,0 +1,52 @@
+// A small MCP server for the tests, on the official SDK: run with `node --import tsx fixture-server.ts`.
+//   FIXTURE_MODE=silent  never answers initialize
+//   FIXTURE_LOG=<file>   appends what happened (calls, cancellations)
+import { appendFileSync } from 'node:fs';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { z } from 'zod';
+
+const log = (line: string) => { if (process.env.FIXTURE_LOG) appendFileSync(process.env.FIXTURE_LOG, `${process.pid} ${line}\n`); };
+
+/** The fixture's tools, shared with the HTTP variant. */
+export function fixtureServer(): McpServer {
+  const server = new McpServer({ name: 'fixture', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+  server.registerTool('echo', { description: 'Echoes the text back.', inputSchema: { text: z.string().describe('what to echo') } }, async ({ text }) => {
+    log(`echo ${text}`);
+    return { content: [{ type: 'text', text: `echo: ${text}` }] };
+  });
+  server.registerTool('slow', { description: 'Waits until cancelled.', inputSchema: {} }, async (_args, extra) => {
+    log('slow started');
+    await new Promise<void>((resolve) => extra.signal.addEventListener('abort', () => { log('slow cancelled'); resolve(); }, { once: true }));
+    return { content: [{ type: 'text', text: 'too late' }] };
+  });
+  server.registerTool('boom', { description: 'Always fails.', inputSchema: {} }, async () => {
+    throw new Error('the widget exploded');
+  });
+  server.registerTool('picture', { description: 'Returns an image and a resource.', inputSchema: {} }, async () => ({
+    content: [
+      { type: 'text', text: 'here it is' },
+      { type: 'image', data: Buffer.alloc(3000, 7).toString('base64'), mimeType: 'image/png' },
+      { type: 'resource', resource: { uri: 'file:///tmp/report.txt', mimeType: 'text/plain', text: 'x'.repeat(1234) } },
+    ],
+  }));
+  server.registerTool('die', { description: 'Exits in the middle of the call.', inputSchema: {} }, async () => {
+    log('die');
+    setTimeout(() => process.exit(3), 5);
+    return new Promise(() => undefined);
+  });
+  server.registerTool('grow', { description: 'Adds a tool named late.', inputSchema: {} }, async () => {
+    server.registerTool('late', { description: 'Arrived later.', inputSchema: { n: z.number() } }, async ({ n }) => ({ content: [{ type: 'text', text: `late ${n}` }] }));
+    return { content: [{ type: 'text', text: 'grown' }] };
+  });
+  return server;
+}
+
+if (process.argv[1]?.endsWith('fixture-server.ts')) {
+  log('started');
+  if (process.env.FIXTURE_MODE === 'silent') {
+    process.stdin.resume();
+  } else {
+    await fixtureServer().connect(new StdioServerTransport());
+  }
+}
