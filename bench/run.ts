@@ -1,7 +1,7 @@
 // `npm run bench`: measures the gateway against the floor of this machine, each figure beside a baseline
 // measured in the same run. Prints a table and writes bench/results/latest.json. Asserts nothing.
 //   BENCH_QUICK=1         smaller sizes (a quick look, not the reported figures)
-//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, store, startup, memory, context)
+//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, store, startup, memory, context)
 // Memory runs first, while the process heap holds nothing else.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -12,9 +12,10 @@ import { runMemoryBench } from './memory-bench.ts';
 import { runStartupBench } from './startup-bench.ts';
 import { runStoreBench } from './store-bench.ts';
 import { runToolBench } from './tool-bench.ts';
+import { runMcpBench } from './mcp-bench.ts';
 
 const quick = process.env.BENCH_QUICK === '1';
-const only = new Set((process.env.BENCH_ONLY ?? 'e2e,tools,store,startup,memory,context').split(',').map((s) => s.trim()));
+const only = new Set((process.env.BENCH_ONLY ?? 'e2e,tools,mcp,store,startup,memory,context').split(',').map((s) => s.trim()));
 const root = path.resolve(import.meta.dirname, '..');
 const work = path.join(os.tmpdir(), `switchboard-bench-${process.pid}`);
 
@@ -63,6 +64,11 @@ async function main(): Promise<void> {
       } finally {
         await llm.stop();
       }
+    }
+    if (only.has('mcp')) {
+      const mcp = await runMcpBench({ dir: path.join(work, 'mcp'), calls: quick ? 200 : 1000 });
+      results.mcp = mcp;
+      table('1d. MCP: start-up with 3 stdio servers vs none (they connect in the background), and one no-op call through the gateway vs the SDK client alone', [mcp]);
     }
     if (only.has('store')) {
       const store = await runStoreBench({ dir: work, sizes: quick ? [100, 10_000] : [100, 10_000, 100_000, 1_000_000], turns: quick ? 500 : 2000 });

@@ -238,7 +238,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   const releaseProcessGuard = installProcessGuard(logger);
   supervisor.start();
   // MCP servers connect in the background too; their tools join the requests once they are ready.
-  mcp.start();
+  setImmediate(() => mcp.start());
   replay(replayNow);
   if (config.backgroundExecution.enabled && config.backgroundExecution.autoResumeOnStartup) {
     void resumeInterruptedRuns(gateway, allSessions(store, sessions), logger);
