@@ -3,9 +3,12 @@ import type { Clock } from '../../src/core/clock.ts';
 import type { Logger } from '../../src/core/logger.ts';
 import { verifySlackSignature } from './signature.ts';
 
-/** Set by the event listener when the gateway could not take the event (shutting down): answer 503 so Slack retries. */
+/**
+ * Set by the event listener when the gateway could not take the event: `shutting-down` is answered 503,
+ * `failed` (the journal could not take it) 500; Slack retries both. Anything else is answered 200.
+ */
 export interface DeliveryOutcome {
-  rejected: boolean;
+  rejected: false | 'shutting-down' | 'failed';
 }
 
 /** The name under which each request's {@link DeliveryOutcome} reaches the listener's `context`. */
@@ -69,15 +72,18 @@ export class SlackHttpReceiver implements Receiver {
     let body: Record<string, unknown>;
     try {
       body = parseBody(rawBody, request.headers.get('content-type') ?? '');
-    } catch {
-      return jsonError(400, 'The Slack request body is not valid JSON or form data.', 'bad_request');
+    } catch (error) {
+      // Signed by Slack's secret but not a payload: 400 and a log line, never a 5xx that invites retries.
+      const reason = (error as Error).message;
+      this.options.logger.warn({ correlationId, reason }, 'slack: refused a signed request whose body is not a Slack payload (400)');
+      return jsonError(400, `The Slack request body is not a Slack payload: ${reason}.`, 'bad_request');
     }
     if (body.type === 'url_verification') return Response.json({ challenge: body.challenge });
     if (body.ssl_check) return new Response(null, { status: 200 });
     const app = this.app;
     if (!this.running || !app) return jsonError(503, 'The Slack channel is not running; Slack will retry.', 'unavailable');
 
-    const outcome: DeliveryOutcome = { rejected: false };
+    const outcome: DeliveryOutcome = { rejected: false as DeliveryOutcome['rejected'] };
     let ackBody: unknown;
     const retry = request.headers.get('x-slack-retry-num');
     const event: ReceiverEvent = {
@@ -94,19 +100,36 @@ export class SlackHttpReceiver implements Receiver {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([processing, new Promise((resolve) => { timer = setTimeout(resolve, this.options.ackDeadlineMs ?? 2500); })]);
     clearTimeout(timer);
-    if (outcome.rejected) return jsonError(503, 'Switchboard is shutting down; Slack will retry.', 'unavailable');
+    if (outcome.rejected === 'shutting-down') return jsonError(503, 'Switchboard is shutting down; Slack will retry.', 'unavailable');
+    if (outcome.rejected === 'failed') return jsonError(500, 'The event could not be taken; Slack will retry.', 'internal_error');
     return ackBody === undefined || ackBody === '' ? new Response(null, { status: 200 }) : Response.json(ackBody);
   }
 }
 
+/** The payload of a request: a JSON object, or form data whose `payload` (interactivity) is one. Throws why not. */
 function parseBody(raw: string, contentType: string): Record<string, unknown> {
+  let value: unknown;
   if (contentType.includes('application/x-www-form-urlencoded')) {
     const form = Object.fromEntries(new URLSearchParams(raw));
-    return typeof form.payload === 'string' ? JSON.parse(form.payload) as Record<string, unknown> : form;
+    if (typeof form.payload !== 'string') return form;
+    value = parseJson(form.payload, 'the form payload');
+  } else value = parseJson(raw, 'the body');
+  if (!isRecord(value)) return fail(`it is ${describe(value)}, not an object`);
+  if (value.type !== undefined && typeof value.type !== 'string') return fail('its type is not a string');
+  if (value.type === 'event_callback' && (!isRecord(value.event) || typeof value.event.type !== 'string')) return fail('an event_callback without an event');
+  return value;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const describe = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'a list' : typeof v);
+const fail = (reason: string): never => { throw new Error(reason); };
+
+function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return fail(`${what} is not JSON`);
   }
-  const parsed: unknown = JSON.parse(raw);
-  if (!parsed || typeof parsed !== 'object') throw new Error('not an object');
-  return parsed as Record<string, unknown>;
 }
 
 function jsonError(status: number, message: string, type: string): Response {

@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { App, type AllMiddlewareArgs, type Logger as BoltLogger, type webApi } from '@slack/bolt';
 import type { SlackAccountConfig } from '../../src/config/resolved.ts';
 import type { ChannelAdapter, ChannelStatus, HttpRoute, InboundSink } from '../../src/core/channel-adapter.ts';
 import { ChannelError, type SwitchboardError } from '../../src/core/errors.ts';
+import { runWithLogContext } from '../../src/core/log-context.ts';
 import type { Logger } from '../../src/core/logger.ts';
 import { outboundText, type DeliveryTarget, type OutboundMessage } from '../../src/core/message.ts';
 import type { ChannelFactoryContext } from '../types.ts';
@@ -184,10 +186,23 @@ class SlackChannel implements ChannelAdapter {
     return app;
   }
 
-  private async onEvent(sink: InboundSink, bot: SlackBotIdentity, args: ListenerArgs): Promise<void> {
+  private onEvent(sink: InboundSink, bot: SlackBotIdentity, args: ListenerArgs): Promise<void> {
+    const eventId = (args.body as SlackEnvelope | undefined)?.event_id;
+    const correlationId = randomUUID();
+    return runWithLogContext({ channel: 'slack', accountId: this.accountId, correlationId }, async () => {
+      try {
+        await this.takeEvent(sink, bot, args, correlationId);
+      } catch (error) {
+        // A malformed event that got past the checks: logged, answered 200 (a retry would not fix it).
+        this.logger.error({ err: error, eventId, correlationId }, 'slack: event could not be handled; the channel goes on');
+      }
+    });
+  }
+
+  private async takeEvent(sink: InboundSink, bot: SlackBotIdentity, args: ListenerArgs, correlationId: string): Promise<void> {
     const envelope = args.body as SlackEnvelope;
     const event = args.event as SlackMessageEvent;
-    const eventId = envelope.event_id;
+    const eventId = typeof envelope.event_id === 'string' ? envelope.event_id : undefined;
     if (eventId && this.recentEvents.has(eventId)) return;
     const threadKey = event.thread_ts ? `${event.channel}:${event.thread_ts}` : undefined;
     const thread = threadKey ? this.botThreads.get(threadKey) : undefined;
@@ -199,7 +214,7 @@ class SlackChannel implements ChannelAdapter {
       this.logger.debug({ eventId, reason: result.reason }, 'slack: event ignored');
       return;
     }
-    const message = result.message;
+    const message = { ...result.message, correlationId };
     if (eventId) this.recentEvents.set(eventId, true);
     if (thread && threadKey) this.botThreads.set(threadKey, { ...thread, seeded: true });
     const name = message.sender.name ? undefined : await this.userName(args.client, message.sender.id);
@@ -210,8 +225,10 @@ class SlackChannel implements ChannelAdapter {
     } catch (error) {
       if (eventId) this.recentEvents.delete(eventId);
       const outcome = args.context[DELIVERY_PROPERTY] as DeliveryOutcome | undefined;
-      if (outcome) outcome.rejected = true;
-      if ((error as SwitchboardError).code === 'SHUTTING_DOWN') this.logger.info({ eventId }, 'slack: event refused while shutting down');
+      const shuttingDown = (error as SwitchboardError).code === 'SHUTTING_DOWN';
+      // Only a real shutdown is answered 503; a failure to take the event is a 500 (HTTP mode; Slack retries both).
+      if (outcome) outcome.rejected = shuttingDown ? 'shutting-down' : 'failed';
+      if (shuttingDown) this.logger.info({ eventId }, 'slack: event refused while shutting down');
       else this.logger.error({ err: error, eventId }, 'slack: event could not be submitted');
     }
   }

@@ -77,6 +77,9 @@ const USER_SUBTYPES = new Set(['file_share', 'thread_broadcast', 'me_message']);
 export function normalizeSlackEvent(input: NormalizeInput): NormalizeResult {
   const { event, envelope, bot } = input;
   const ignored = (reason: string): NormalizeResult => ({ kind: 'ignored', reason });
+  // Authentic but malformed events are refused here, before any id lands in a session key.
+  const malformed = malformedEvent(event);
+  if (malformed) return ignored(`malformed event: ${malformed}`);
   if (event.type !== 'message' && event.type !== 'app_mention') return ignored(`event type ${event.type}`);
   if (event.subtype === 'message_changed' || event.edited !== undefined) return ignored('edit');
   if (event.subtype === 'message_deleted') return ignored('deletion');
@@ -97,12 +100,12 @@ export function normalizeSlackEvent(input: NormalizeInput): NormalizeResult {
   if (!text && attachments.length === 0) return ignored('empty');
 
   const threadId = event.thread_ts && event.thread_ts !== event.ts ? event.thread_ts : undefined;
-  const team = event.team ?? envelope.team_id ?? bot.teamId;
+  const team = event.team ?? (typeof envelope.team_id === 'string' ? envelope.team_id : undefined) ?? bot.teamId;
   const profile = event.user_profile;
-  const name = input.senderName ?? (profile?.display_name || profile?.real_name || undefined);
+  const name = input.senderName ?? (text_(profile?.display_name) || text_(profile?.real_name) || undefined);
   const message: InboundMessage = {
     id: messageId(event.channel, event.ts),
-    deliveryId: envelope.event_id,
+    ...(typeof envelope.event_id === 'string' && envelope.event_id ? { deliveryId: envelope.event_id } : {}),
     channel: 'slack',
     accountId: input.accountId,
     chatType,
@@ -111,7 +114,7 @@ export function normalizeSlackEvent(input: NormalizeInput): NormalizeResult {
     ...(chatType === 'channel' ? { groupId: event.channel } : {}),
     ...(team ? { containerIds: [team] } : {}),
     ...(threadId ? { threadId } : {}),
-    sender: { id: event.user, ...(name ? { name } : {}), ...(profile?.name ? { username: profile.name } : {}) },
+    sender: { id: event.user, ...(name ? { name } : {}), ...(text_(profile?.name) ? { username: text_(profile?.name) } : {}) },
     text,
     attachments,
     ...(threadId && input.botThread?.lastReply ? { replyTo: { id: messageId(event.channel, threadId), text: input.botThread.lastReply, fromBot: true } } : {}),
@@ -120,6 +123,29 @@ export function normalizeSlackEvent(input: NormalizeInput): NormalizeResult {
     raw: event,
   };
   return { kind: 'message', message };
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isOptional = (v: unknown, type: 'string' | 'boolean') => v === undefined || v === null || typeof v === type;
+/** A Slack id or ts: a non-empty string without spaces or `:` (they go into keys and message ids). */
+const isId = (v: unknown) => typeof v === 'string' && /^[^\s:]+$/.test(v);
+
+/**
+ * What is wrong with an event's fields that keys, ids and text are made of, or undefined when they are
+ * well formed (absent ones are dealt with later). Slack never sends such events; a forged or corrupted
+ * one must not yield a key ending in `undefined` nor throw.
+ */
+function malformedEvent(event: unknown): string | undefined {
+  if (!isRecord(event)) return 'not an object';
+  if (typeof event.type !== 'string') return 'no type';
+  for (const field of ['user', 'channel', 'ts', 'thread_ts', 'team'] as const) {
+    if (event[field] !== undefined && event[field] !== null && !isId(event[field])) return `${field} is not an id`;
+  }
+  for (const field of ['subtype', 'channel_type', 'bot_id', 'text'] as const) if (!isOptional(event[field], 'string')) return `${field} is not a string`;
+  if (!isOptional(event.hidden, 'boolean')) return 'hidden is not a boolean';
+  if (event.files !== undefined && event.files !== null && !(Array.isArray(event.files) && event.files.every((f) => isRecord(f) && isId(f.id)))) return 'files without ids';
+  if (event.user_profile !== undefined && event.user_profile !== null && !isRecord(event.user_profile)) return 'user_profile is not an object';
+  return undefined;
 }
 
 /** `direct` for DMs (`im`, or a `D…` channel id when the type is absent), else `channel`. */
@@ -145,13 +171,20 @@ function mentionsUser(text: string, userId: string): boolean {
 }
 
 function fileAttachment(file: SlackFile): Attachment {
+  const mimeType = text_(file.mimetype);
+  const name = text_(file.name) ?? text_(file.title);
   return {
-    type: file.mimetype?.startsWith('image/') ? 'image' : 'file',
+    type: mimeType?.startsWith('image/') ? 'image' : 'file',
     fileId: file.id,
-    ...(file.name ?? file.title ? { name: file.name ?? file.title } : {}),
-    ...(file.mimetype ? { mimeType: file.mimetype } : {}),
-    ...(file.size !== undefined ? { size: file.size } : {}),
+    ...(name ? { name } : {}),
+    ...(mimeType ? { mimeType } : {}),
+    ...(typeof file.size === 'number' ? { size: file.size } : {}),
   };
+}
+
+/** The value when it is a string (fields of forged events may be anything). */
+function text_(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
 }
 
 /**

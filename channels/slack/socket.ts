@@ -41,6 +41,7 @@ export class SlackSocket {
       installerOptions: { clientOptions: { ...options.clientOptions } },
     });
     this.receiver.client.on('disconnected', () => this.onDisconnected());
+    guardFrames(this.receiver.client as unknown as FrameClient, options.logger);
   }
 
   /** Opens the connection; resolves on Slack's `hello`. */
@@ -99,4 +100,59 @@ export class SlackSocket {
     }, delay);
     this.reconnectTimer.unref();
   }
+}
+
+type FrameClient = {
+  listenerCount(event: string): number;
+  removeAllListeners(event: string): unknown;
+  on(event: string, listener: (data: unknown, isBinary: boolean) => void): unknown;
+  onWebSocketMessage?: (data: unknown, isBinary: boolean) => Promise<void>;
+  send?: (envelopeId: string, body?: unknown) => Promise<void>;
+};
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Why a Socket Mode frame cannot be handed to the client, and its envelope id to acknowledge it by. */
+export function frameProblem(data: unknown, isBinary: boolean): { reason: string; envelopeId?: string } | undefined {
+  if (isBinary) return undefined; // the client ignores binary frames itself
+  let frame: unknown;
+  try {
+    frame = JSON.parse(typeof data === 'string' ? data : new TextDecoder().decode(data as ArrayBuffer));
+  } catch {
+    return undefined; // the client ignores what is not JSON itself
+  }
+  if (!isRecord(frame)) return { reason: 'the frame is not an object' };
+  if (typeof frame.type !== 'string') return { reason: 'the frame has no type' };
+  const envelopeId = typeof frame.envelope_id === 'string' ? frame.envelope_id : undefined;
+  if (frame.type === 'events_api') {
+    const payload = frame.payload;
+    if (!isRecord(payload) || !isRecord(payload.event) || typeof payload.event.type !== 'string') {
+      return { reason: 'an events_api envelope without an event', ...(envelopeId ? { envelopeId } : {}) };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * @slack/socket-mode 2.x reads `payload.event.type` of every events_api envelope without checking it, in an
+ * async handler whose rejection nobody catches: one malformed envelope is an unhandled rejection (a crash
+ * under Node's default). Frames are checked first: a malformed envelope is acknowledged (a retry would be
+ * as malformed) and dropped with a log line; anything the client still throws on is logged.
+ */
+function guardFrames(client: FrameClient, logger: Logger): void {
+  const handle = client.onWebSocketMessage;
+  if (typeof handle !== 'function' || client.listenerCount('ws_message') !== 1) {
+    logger.warn('slack: this @slack/socket-mode version cannot be guarded against malformed frames; the process guard remains');
+    return;
+  }
+  client.removeAllListeners('ws_message');
+  client.on('ws_message', (data, isBinary) => {
+    const problem = frameProblem(data, isBinary);
+    if (problem) {
+      logger.warn({ reason: problem.reason, envelopeId: problem.envelopeId }, 'slack: dropped a malformed Socket Mode frame');
+      if (problem.envelopeId) void client.send?.(problem.envelopeId).catch(() => undefined);
+      return;
+    }
+    handle.call(client, data, isBinary).catch((err: unknown) => logger.error({ err }, 'slack: a Socket Mode frame could not be handled; the channel goes on'));
+  });
 }

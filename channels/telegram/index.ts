@@ -5,6 +5,7 @@ import type { Update, UserFromGetMe } from 'grammy/types';
 import type { TelegramAccountConfig } from '../../src/config/resolved.ts';
 import type { ChannelAdapter, ChannelStatus, HttpRoute, InboundSink } from '../../src/core/channel-adapter.ts';
 import { ChannelError, ShuttingDownError } from '../../src/core/errors.ts';
+import { runWithLogContext } from '../../src/core/log-context.ts';
 import type { Logger } from '../../src/core/logger.ts';
 import type { DeliveryTarget, OutboundMessage } from '../../src/core/message.ts';
 import type { ChannelFactoryContext } from '../types.ts';
@@ -119,6 +120,7 @@ class TelegramChannel implements ChannelAdapter {
       accountId: this.accountId,
       secret: () => this.options.account.webhookSecret,
       handler: () => (this.state === 'running' ? this.webhook : undefined),
+      onMalformed: (reason, correlationId) => this.logger.warn({ correlationId, reason }, 'Telegram webhook: refused a body that is not an update (400)'),
       onError: (error, correlationId) => {
         // Not acknowledged: Telegram delivers the update again (the journal drops it if it was taken).
         if (isShutdown(error)) return webhookFailure(503, 'The gateway is shutting down; Telegram will deliver this again.', 'shutting_down');
@@ -173,8 +175,12 @@ class TelegramChannel implements ChannelAdapter {
   }
 
   /** One update: normalized, handed to the gateway. A bad update is logged and skipped. */
-  private async handleUpdate(update: Update): Promise<void> {
+  private handleUpdate(update: Update): Promise<void> {
     const correlationId = randomUUID();
+    return runWithLogContext({ channel: 'telegram', accountId: this.accountId, correlationId }, () => this.takeUpdate(update, correlationId));
+  }
+
+  private async takeUpdate(update: Update, correlationId: string): Promise<void> {
     const sink = this.sink;
     if (!sink || !this.me) return;
     try {
@@ -182,7 +188,9 @@ class TelegramChannel implements ChannelAdapter {
         accountId: this.accountId, bot: { id: this.me.id, username: this.me.username }, now: this.options.clock.now(), correlationId,
       });
       if ('ignored' in result) {
-        this.logger.debug({ updateId: update.update_id, reason: result.ignored }, 'Telegram update ignored');
+        // A malformed update is refused at the edge, visibly; ordinary skips (edits, service messages) are debug.
+        const level = result.ignored.startsWith('malformed') ? 'warn' : 'debug';
+        this.logger[level]({ correlationId, updateId: update.update_id, reason: result.ignored }, 'Telegram update ignored');
         return;
       }
       await sink(result.message);

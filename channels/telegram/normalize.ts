@@ -25,11 +25,14 @@ export function normalizeUpdate(update: Update, context: NormalizeContext): Norm
   if (update.channel_post) return { ignored: 'channel post' };
   const message = update.message;
   if (!message) return { ignored: `unsupported update (${Object.keys(update).filter((k) => k !== 'update_id').join(', ') || 'empty'})` };
+  // Authentic but malformed updates are refused here, before any id lands in a session key.
+  const malformed = malformedMessage(message);
+  if (malformed) return { ignored: `malformed message: ${malformed}` };
   const { chat } = message;
   if (message.from?.id === context.bot.id) return { ignored: "the bot's own message" };
 
   const text = message.text ?? message.caption ?? '';
-  const entities = message.entities ?? message.caption_entities ?? [];
+  const entities = (message.entities ?? message.caption_entities ?? []).filter(isEntity);
   const attachments = attachmentsOf(message);
   if (!text.trim() && attachments.length === 0) return { ignored: 'service message without text or media' };
 
@@ -42,11 +45,11 @@ export function normalizeUpdate(update: Update, context: NormalizeContext): Norm
   const chatId = String(chat.id);
   const replied = repliedMessage(message);
   const replyToBot = replied?.from?.id === context.bot.id;
-  const threadId = message.is_topic_message && message.message_thread_id !== undefined ? String(message.message_thread_id) : undefined;
+  const threadId = message.is_topic_message && Number.isSafeInteger(message.message_thread_id) ? String(message.message_thread_id) : undefined;
 
   const inbound: InboundMessage = {
     id: messageKey(chat.id, message.message_id),
-    deliveryId: String(update.update_id),
+    ...(Number.isSafeInteger(update.update_id) ? { deliveryId: String(update.update_id) } : {}),
     channel: 'telegram',
     accountId: context.accountId,
     chatType: direct ? 'direct' : 'group',
@@ -57,13 +60,48 @@ export function normalizeUpdate(update: Update, context: NormalizeContext): Norm
     sender,
     text,
     attachments,
-    ...(replied ? { replyTo: { id: messageKey(chat.id, replied.message_id), text: replied.text ?? replied.caption, fromBot: replyToBot } } : {}),
+    ...(replied ? { replyTo: { id: messageKey(chat.id, replied.message_id), text: stringOr(replied.text) ?? stringOr(replied.caption), fromBot: replyToBot } } : {}),
     mentionsBot: replyToBot || mentions(text, entities, context.bot) || (command !== undefined && (command.target !== undefined || direct)),
     receivedAt: context.now,
     ...(context.correlationId ? { correlationId: context.correlationId } : {}),
     raw: update,
   };
   return { message: inbound };
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A Telegram id: an integer (chat ids of supergroups are negative). */
+const isId = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v);
+const isOptional = (v: unknown, check: (x: unknown) => boolean) => v === undefined || v === null || check(v);
+const isString = (v: unknown) => typeof v === 'string';
+const stringOr = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/**
+ * What is wrong with a message whose fields the key and the reply need (chat id and type, message id,
+ * sender id, text), or undefined when it is well formed. Telegram never sends such updates; a forged or
+ * corrupted one must not yield a session key ending in `undefined`.
+ */
+function malformedMessage(message: unknown): string | undefined {
+  if (!isRecord(message)) return 'not an object';
+  const chat = message.chat;
+  if (!isRecord(chat) || !isId(chat.id)) return 'no chat id';
+  if (!isString(chat.type)) return 'no chat type';
+  if (!isId(message.message_id)) return 'no message id';
+  if (!isOptional(message.from, (f) => isRecord(f) && isId(f.id))) return 'a sender without an id';
+  if (!isOptional(message.sender_chat, (c) => isRecord(c) && isId(c.id))) return 'a sender chat without an id';
+  if (!isOptional(message.text, isString) || !isOptional(message.caption, isString)) return 'text that is not a string';
+  if (!isOptional(message.entities, Array.isArray) || !isOptional(message.caption_entities, Array.isArray)) return 'entities that are not a list';
+  if (!isOptional(message.reply_to_message, (r) => isRecord(r) && isId(r.message_id))) return 'a reply to a message without an id';
+  for (const field of ['photo'] as const) if (!isOptional(message[field], (list) => Array.isArray(list) && list.every((p) => isRecord(p) && isString(p.file_id)))) return `${field} without file ids`;
+  for (const field of ['animation', 'document', 'voice', 'audio', 'video', 'video_note', 'sticker'] as const) {
+    if (!isOptional(message[field], (a) => isRecord(a) && isString(a.file_id))) return `${field} without a file id`;
+  }
+  return undefined;
+}
+
+function isEntity(e: unknown): e is MessageEntity {
+  return isRecord(e) && isString(e.type) && Number.isSafeInteger(e.offset) && Number.isSafeInteger(e.length)
+    && (e.type !== 'text_mention' || (isRecord(e.user) && isId(e.user.id)));
 }
 
 /** `InboundMessage.id` of a Telegram message: message ids are unique per chat only. */
@@ -81,13 +119,14 @@ export function telegramMessageId(key: string | undefined): number | undefined {
 function senderOf(message: Message): Sender {
   // Anonymous group admins and linked channels post "as the chat"; `from` is then a placeholder bot.
   if (message.sender_chat) {
-    const title = 'title' in message.sender_chat ? message.sender_chat.title : undefined;
+    const title = 'title' in message.sender_chat ? stringOr(message.sender_chat.title) : undefined;
     return { id: String(message.sender_chat.id), ...(title ? { name: title } : {}), isBot: false };
   }
   const from = message.from;
   if (!from) return { id: String(message.chat.id) };
-  const name = [from.first_name, from.last_name].filter(Boolean).join(' ');
-  return { id: String(from.id), ...(name ? { name } : {}), ...(from.username ? { username: from.username } : {}), isBot: from.is_bot };
+  const name = [stringOr(from.first_name), stringOr(from.last_name)].filter(Boolean).join(' ');
+  const username = stringOr(from.username);
+  return { id: String(from.id), ...(name ? { name } : {}), ...(username ? { username } : {}), isBot: from.is_bot === true };
 }
 
 /**

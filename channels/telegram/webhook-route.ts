@@ -31,6 +31,8 @@ export function telegramWebhookRoute(options: {
   secret: () => string;
   handler: () => ((request: Request) => Promise<Response>) | undefined;
   onError: (error: unknown, correlationId: string) => Response;
+  /** An authentic request whose body is not a Telegram update (answered 400). */
+  onMalformed?: (reason: string, correlationId: string) => void;
 }): HttpRoute {
   return {
     method: 'POST',
@@ -41,14 +43,35 @@ export function telegramWebhookRoute(options: {
       }
       const handler = options.handler();
       if (!handler) return fail(503, 'The Telegram channel is not running.', 'channel_stopped');
+      // Signed by the secret but not an update (`null`, a list, no update_id): 400 and a log line, never a 5xx.
+      const body = await request.text();
+      const problem = updateProblem(body);
+      if (problem) {
+        options.onMalformed?.(problem, context.correlationId);
+        return fail(400, `The webhook body is not a Telegram update: ${problem}.`, problem === 'not JSON' ? 'invalid_json' : 'invalid_update');
+      }
       try {
-        return await handler(request);
+        return await handler(new Request(request.url, { method: 'POST', headers: request.headers, body, signal: request.signal }));
       } catch (error) {
         if (error instanceof SyntaxError) return fail(400, 'The webhook body is not a JSON Telegram update.', 'invalid_json');
         return options.onError(error, context.correlationId);
       }
     },
   };
+}
+
+/** Why a webhook body is not a Telegram update, or undefined when it is one (an object with an integer `update_id`). */
+export function updateProblem(body: string): string | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return 'not JSON';
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return `${value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value}, not an object`;
+  const id = (value as { update_id?: unknown }).update_id;
+  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 0) return 'no integer update_id';
+  return undefined;
 }
 
 /** The JSON error answer of the route, for the adapter's error handler. */

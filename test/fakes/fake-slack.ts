@@ -55,6 +55,8 @@ export interface FakeSlack {
   waitForSocket(timeoutMs?: number): Promise<void>;
   /** Sends an `events_api` envelope; resolves with the client's ack (`{ envelope_id, payload? }`). */
   sendEnvelope(payload: Record<string, unknown>, options?: { envelopeId?: string; retryAttempt?: number; timeoutMs?: number }): Promise<Record<string, unknown>>;
+  /** Sends a raw text frame (anything, not necessarily an envelope) to every Socket Mode client. */
+  sendRaw(text: string): void;
   /** Asks every Socket Mode client to reconnect, as Slack does (`disconnect` message, then the client closes). */
   disconnectSockets(reason?: string): Promise<void>;
   /** Closes everything (Socket Mode clients gracefully, with a close frame). */
@@ -189,6 +191,9 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
       const envelope = { envelope_id: envelopeId, type: 'events_api', payload, accepts_response_payload: false, retry_attempt: opts.retryAttempt ?? 0, retry_reason: opts.retryAttempt ? 'timeout' : '' };
       for (const ws of sockets) ws.send(JSON.stringify(envelope));
       return ack;
+    },
+    sendRaw(text) {
+      for (const ws of sockets) ws.send(text);
     },
     async disconnectSockets(reason = 'refresh_requested') {
       await Promise.all([...sockets].map((ws) => new Promise<void>((resolve) => {
