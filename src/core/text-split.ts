@@ -1,0 +1,366 @@
+/**
+ * Splitting marked-up text into messages of bounded length, for the channels' renderers. A renderer turns
+ * its output into atoms (grapheme clusters, whitespace, the opening and closing markup of spans);
+ * `splitMarkup` packs them into messages, closing the spans open at a cut and reopening them in the next
+ * message. Pure.
+ */
+
+/** Where a message may end after an atom, best last: 0 a space, 1 a line break in code, 2 a line break, 3 a blank line. */
+export type BreakRank = 0 | 1 | 2 | 3;
+
+/** Visible text: one grapheme cluster (or one escape of it), or one whitespace character. */
+export interface TextAtom {
+  kind: 'text';
+  /** The markup sent. */
+  raw: string;
+  /** What it counts towards the limit. */
+  units: number;
+  /** A message may end right after this atom. */
+  breakAfter?: BreakRank;
+  /** Whitespace dropped when it falls at the edge of a message. */
+  trim?: boolean;
+}
+
+/** The start of a span (bold, a link, a code block): closed at a cut, reopened after it. */
+export interface OpenAtom {
+  kind: 'open';
+  raw: string;
+  units: number;
+  /** Markup that ends the span at a cut. */
+  close: string;
+  closeUnits: number;
+  /** Markup that starts the span again in the next message (default `raw`). */
+  reopen?: string;
+  reopenUnits?: number;
+  /** A block (code) too long for one message starts a message rather than being cut after a short start. */
+  block?: boolean;
+}
+
+/** The end of the innermost open span. */
+export interface CloseAtom {
+  kind: 'close';
+  raw: string;
+  units: number;
+}
+
+/** One indivisible piece of a message. Spans must nest properly; spans left open are closed at the end. */
+export type MarkupAtom = TextAtom | OpenAtom | CloseAtom;
+
+const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/** Longest cluster kept whole, in UTF-16 units (the longest emoji sequences are about 15). */
+const MAX_CLUSTER = 32;
+
+/**
+ * Code points that may join the one before them in a cluster: marks, ZWJ, variation selectors, skin
+ * tones, tags, regional indicators, Hangul jamo and syllables, and the few spacing marks that are letters.
+ */
+const JOINS_PREVIOUS = /[\p{M}\p{Emoji_Modifier}\u200C\u200D\uFE00-\uFE0F\uFF9E\uFF9F\u0E33\u0EB3\u1100-\u11FF\u3130-\u318F\uA960-\uA97F\uAC00-\uD7FF\u{1F1E6}-\u{1F1FF}\u{E0020}-\u{E007F}]/u;
+/** Code points that may join the one after them: ZWJ (emoji sequences), CR (before LF), prepended marks. */
+const JOINS_NEXT = /[\u200D\r\u0600-\u0605\u06DD\u070F\u0890\u0891\u08E2\u{110BD}\u{110CD}]/u;
+const MAY_JOIN = new RegExp(`(${JOINS_PREVIOUS.source})|${JOINS_NEXT.source}`, 'gu');
+
+/**
+ * The grapheme clusters of a text (`Intl.Segmenter`): an emoji sequence, a flag or a letter with its
+ * accents stays one piece. A pathological cluster longer than 32 units (stacked combining marks) is
+ * cut between code points so that no piece can outgrow a message.
+ */
+export function graphemes(text: string): string[] {
+  // eslint-disable-next-line no-control-regex
+  if (/^[\x00-\x7f]*$/.test(text) && !text.includes('\r\n')) return text.split('');
+  // The segmenter is slow (microseconds a cluster): it only sees the stretches where code points may join.
+  const out: string[] = [];
+  let done = 0;
+  let from = -1;
+  let to = -1;
+  const flush = () => {
+    if (from < 0) return;
+    for (const point of text.slice(done, from)) out.push(point);
+    appendAll(out, clusters(text.slice(from, to)));
+    done = to;
+  };
+  for (const m of text.matchAll(MAY_JOIN)) {
+    const start = m[1] ? Math.max(done, m.index - (isLowSurrogate(text, m.index - 1) ? 2 : 1)) : m.index;
+    const next = m.index + m[0].length;
+    const joinsNext = !m[1] || m[0] === '\u200D';
+    const end = joinsNext ? Math.min(text.length, next + (isHighSurrogate(text, next) ? 2 : 1)) : next;
+    if (start < to) to = Math.max(to, end);
+    else {
+      flush();
+      from = start;
+      to = end;
+    }
+  }
+  flush();
+  for (const point of text.slice(done)) out.push(point);
+  return out;
+}
+
+function isLowSurrogate(text: string, at: number): boolean {
+  const c = text.charCodeAt(at);
+  return c >= 0xdc00 && c <= 0xdfff && at > 0;
+}
+
+function isHighSurrogate(text: string, at: number): boolean {
+  const c = text.charCodeAt(at);
+  return c >= 0xd800 && c <= 0xdbff;
+}
+
+/** Recent short runs and their clusters: the same emoji come back again and again. */
+const cache = new Map<string, string[]>();
+
+function clusters(run: string): string[] {
+  const known = cache.get(run);
+  if (known) return known;
+  const out: string[] = [];
+  for (const { segment } of segmenter.segment(run)) appendAll(out, capped(segment));
+  if (run.length <= 64) {
+    if (cache.size >= 4096) cache.clear();
+    cache.set(run, out);
+  }
+  return out;
+}
+
+function capped(cluster: string): string[] {
+  if (cluster.length <= MAX_CLUSTER) return [cluster];
+  const out: string[] = [];
+  let piece = '';
+  for (const point of cluster) {
+    if (piece.length + point.length > MAX_CLUSTER) {
+      out.push(piece);
+      piece = '';
+    }
+    piece += point;
+  }
+  if (piece) out.push(piece);
+  return out;
+}
+
+/** Appends `items` to `target` (spreading a long array into `push` can overflow the stack). */
+export function appendAll<T>(target: T[], items: readonly T[]): T[] {
+  for (const item of items) target.push(item);
+  return target;
+}
+
+/** How `textAtoms` turns text into atoms. */
+export interface TextAtomOptions {
+  /** Escapes one grapheme for the markup (default: none). */
+  escape?: (grapheme: string) => string;
+  /** `text` counts the grapheme itself (Telegram counts the text after parsing), `raw` its escaped form (default). */
+  count?: 'raw' | 'text';
+  /** Inside code: whitespace is content and line breaks are weaker break points. */
+  code?: boolean;
+  /** Inside code, may a message end after a space (default false: code is cut at line ends or hard). */
+  codeSpaceBreaks?: boolean;
+}
+
+/** Punctuation after which CJK text, which has no spaces, may be cut. */
+const CJK_BREAK = /^[。．！？，、；：」』）】〕〉》]$/;
+
+/** Text as atoms, one per grapheme cluster, with the places where a message may end. */
+export function textAtoms(text: string, options: TextAtomOptions = {}): TextAtom[] {
+  const escape = options.escape ?? ((g: string) => g);
+  const atoms: TextAtom[] = [];
+  let previousNewline = false;
+  for (const g of graphemes(text)) {
+    const raw = escape(g);
+    const units = options.count === 'text' ? g.length : raw.length;
+    const code = g.charCodeAt(0);
+    if (g.length === 1 && code > 32 && code < 127) {
+      atoms.push({ kind: 'text', raw, units });
+      previousNewline = false;
+      continue;
+    }
+    const newline = g === '\n' || g === '\r\n';
+    if (newline) atoms.push({ kind: 'text', raw, units, breakAfter: options.code ? 1 : previousNewline ? 3 : 2, trim: true });
+    else if (/^\s+$/.test(g)) {
+      if (!options.code) atoms.push({ kind: 'text', raw, units, breakAfter: 0, trim: true });
+      else atoms.push(options.codeSpaceBreaks ? { kind: 'text', raw, units, breakAfter: 0 } : { kind: 'text', raw, units });
+    } else atoms.push(CJK_BREAK.test(g) ? { kind: 'text', raw, units, breakAfter: 0 } : { kind: 'text', raw, units });
+    previousNewline = newline;
+  }
+  return atoms;
+}
+
+interface Break {
+  /** First atom after the break. */
+  atom: number;
+  units: number;
+  /** Open spans at the break (indices of their open atoms; stacks are never mutated, only replaced). */
+  stack: readonly number[];
+  rank: BreakRank;
+}
+
+/**
+ * Packs atoms into messages of at most `limit` units, open spans' closing markup included. A message
+ * ends at the best break point in its second half (blank line, then line break, then space) that is not
+ * inside a span which would fit whole in one message; only when there is none does it end inside such
+ * a span, or, with no break point at all, between two atoms (grapheme clusters). A block that must be cut
+ * and began in this message moves to the next one when it can, so it starts a message. Spans open at a
+ * cut are closed and reopened in the next message; whitespace at the edges, empty spans and empty
+ * messages are dropped. Pure.
+ */
+export function splitMarkup(atoms: readonly MarkupAtom[], limit: number): string[] {
+  const prefix = new Float64Array(atoms.length + 1);
+  for (let i = 0; i < atoms.length; i++) prefix[i + 1] = prefix[i]! + atoms[i]!.units;
+  const fits = spansThatFit(atoms, prefix, limit);
+  // End (exclusive) of the word each atom belongs to: just after the next break point.
+  const wordEnd = new Uint32Array(atoms.length + 1);
+  wordEnd[atoms.length] = atoms.length;
+  for (let i = atoms.length - 1; i >= 0; i--) {
+    const a = atoms[i]!;
+    wordEnd[i] = a.kind === 'text' && a.breakAfter !== undefined ? i + 1 : wordEnd[i + 1]!;
+  }
+  const closeOf = (s: number) => (atoms[s] as OpenAtom).closeUnits;
+  const chunks: string[] = [];
+  let start: readonly number[] = [];
+  let stack: readonly number[] = [];
+  /** The message holds atoms first..i-1 after its reopened spans. */
+  let first = 0;
+  let units = 0;
+  let closing = 0;
+  let content = false;
+  let breaks: Break[] = [];
+
+  const begin = (open: readonly number[], at: number) => {
+    start = stack = open;
+    first = at;
+    units = 0;
+    closing = 0;
+    for (const s of open) {
+      const a = atoms[s] as OpenAtom;
+      units += a.reopenUnits ?? a.units;
+      closing += a.closeUnits;
+    }
+    content = false;
+    breaks = [];
+  };
+  const emit = (end: number, open: readonly number[]) => {
+    const chunk = assemble(atoms, start, first, end, open);
+    if (chunk !== undefined) chunks.push(chunk);
+  };
+
+  begin([], 0);
+  let i = 0;
+  while (i < atoms.length) {
+    const atom = atoms[i]!;
+    if (i === first && atom.kind === 'text' && atom.trim) {
+      first = ++i;
+      continue;
+    }
+    const nextClosing = atom.kind === 'open' ? closing + atom.closeUnits : atom.kind === 'close' && stack.length ? closing - closeOf(stack.at(-1)!) : closing;
+    if (units + atom.units + nextClosing > limit && i > first) {
+      const fresh = stack.find((s) => (atoms[s] as OpenAtom).block && !start.includes(s));
+      // A word longer than a message is cut anyway: fill this message rather than end it early.
+      const wordStart = breaks.at(-1)?.atom ?? first;
+      const hopeless = fresh === undefined && prefix[wordEnd[i]!]! - prefix[wordStart]! > limit
+        && !breaks.some((b) => b.units >= limit / 2) && !stack.some((s) => fits[s]);
+      const cut = hopeless ? undefined : chooseBreak(breaks, limit, fits, fresh);
+      if (cut) {
+        emit(cut.atom, cut.stack);
+        begin(cut.stack, cut.atom);
+        i = cut.atom;
+      } else {
+        emit(i, stack);
+        begin(stack, i);
+      }
+      continue;
+    }
+    if (atom.kind === 'open') stack = [...stack, i];
+    else if (atom.kind === 'close') stack = stack.slice(0, -1);
+    units += atom.units;
+    closing = nextClosing;
+    i++;
+    if (atom.kind !== 'text') continue;
+    if (!atom.trim) content = true;
+    if (atom.breakAfter !== undefined && content) breaks.push({ atom: i, units, stack, rank: atom.breakAfter });
+  }
+  emit(i, stack);
+  return chunks;
+}
+
+/** For each open atom: could its whole span (with the spans around it reopened) fit in one message? */
+function spansThatFit(atoms: readonly MarkupAtom[], prefix: Float64Array, limit: number): boolean[] {
+  const fits: boolean[] = new Array(atoms.length).fill(false);
+  const open: { at: number; outer: number }[] = [];
+  let outer = 0;
+  for (let i = 0; i < atoms.length; i++) {
+    const a = atoms[i]!;
+    if (a.kind === 'open') {
+      open.push({ at: i, outer });
+      outer += (a.reopenUnits ?? a.units) + a.closeUnits;
+    } else if (a.kind === 'close') {
+      const span = open.pop();
+      if (!span) continue;
+      fits[span.at] = prefix[i + 1]! - prefix[span.at]! + span.outer <= limit;
+      outer = span.outer;
+    }
+  }
+  for (const span of open) fits[span.at] = prefix[atoms.length]! - prefix[span.at]! + (atoms[span.at] as OpenAtom).closeUnits + span.outer <= limit;
+  return fits;
+}
+
+function chooseBreak(breaks: readonly Break[], limit: number, fits: readonly boolean[], freshBlock: number | undefined): Break | undefined {
+  let pool = breaks;
+  const before = freshBlock === undefined ? [] : pool.filter((b) => !b.stack.includes(freshBlock));
+  const outside = (before.length ? before : pool).filter((b) => !b.stack.some((s) => fits[s]));
+  if (before.length) pool = outside.length ? outside : before;
+  else if (outside.length) pool = outside;
+  // In the second half of a message the best kind of break wins; otherwise the message is short
+  // already, and the latest break keeps the most in it.
+  const late = pool.filter((b) => b.units >= limit / 2);
+  if (!late.length) return pool.at(-1);
+  let best = late[0]!;
+  for (const b of late) if (b.rank >= best.rank) best = b;
+  return best;
+}
+
+interface Entry {
+  raw: string;
+  kind: 'open' | 'close' | 'text';
+  /** Text that is not edge whitespace. */
+  content: boolean;
+  removed?: boolean;
+}
+
+/** One message: reopened spans, atoms `from`..`to`-1, closing markup; without edge whitespace and empty spans. */
+function assemble(atoms: readonly MarkupAtom[], start: readonly number[], from: number, to: number, open: readonly number[]): string | undefined {
+  const entries: Entry[] = [];
+  for (const s of start) {
+    const a = atoms[s] as OpenAtom;
+    entries.push({ raw: a.reopen ?? a.raw, kind: 'open', content: false });
+  }
+  let last = -1;
+  let visible = false;
+  for (let p = from; p < to; p++) {
+    const a = atoms[p]!;
+    const content = a.kind === 'text' && !a.trim;
+    if (content) {
+      last = entries.length;
+      visible ||= a.raw.trim() !== '';
+    }
+    entries.push({ raw: a.raw, kind: a.kind, content });
+  }
+  if (!visible) return undefined;
+  for (let k = open.length - 1; k >= 0; k--) entries.push({ raw: (atoms[open[k]!] as OpenAtom).close, kind: 'close', content: false });
+  for (let k = last + 1; k < entries.length; k++) if (entries[k]!.kind === 'text') entries[k]!.removed = true;
+
+  // Spans with nothing visible inside would show their markup (`****`) or be refused (`<b></b>`).
+  const spans: { at: number; content: boolean }[] = [];
+  for (let k = 0; k < entries.length; k++) {
+    const e = entries[k]!;
+    if (e.removed) continue;
+    if (e.kind === 'open') spans.push({ at: k, content: false });
+    else if (e.kind === 'close') {
+      const span = spans.pop();
+      if (!span) continue;
+      if (!span.content) {
+        entries[span.at]!.removed = true;
+        e.removed = true;
+      } else if (spans.length) spans.at(-1)!.content = true;
+    } else if (e.content && spans.length) spans.at(-1)!.content = true;
+  }
+  let out = '';
+  for (const e of entries) if (!e.removed) out += e.raw;
+  return out;
+}
