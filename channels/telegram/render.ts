@@ -15,19 +15,20 @@ function escapeAttribute(text: string): string {
 }
 
 /**
- * Renders an outbound message (markdown, notice first) to Telegram HTML messages of at most 4096
- * characters each. Pure.
+ * Renders an outbound message (markdown, notice first) to Telegram HTML messages of at most `limit`
+ * (4096) UTF-16 units of text each, as Telegram counts them. Pure.
  */
 export function renderOutbound(message: OutboundMessage, limit = TELEGRAM_TEXT_LIMIT): string[] {
-  return splitHtml(markdownToTelegramHtml(outboundText(message)), limit);
+  return splitHtml(markdownToTelegramHtml(outboundText(message), Math.floor(limit / 2)), limit);
 }
 
 /**
  * Markdown → the HTML subset Telegram accepts (`b i s u a code pre blockquote`). Headings become bold
  * lines, lists become bullet or numbered lines, tables become a preformatted block; every other
- * character is escaped. Pure.
+ * character is escaped. A link whose URL is longer than `maxUrl` (half a message by default) becomes its
+ * text followed by the URL in parentheses, as plain text. Pure.
  */
-export function markdownToTelegramHtml(source: string): string {
+export function markdownToTelegramHtml(source: string, maxUrl = TELEGRAM_TEXT_LIMIT / 2): string {
   const writer = new BlockWriter();
   const tokens = markdown.parse(source, {});
   for (let i = 0; i < tokens.length; i++) {
@@ -44,7 +45,7 @@ export function markdownToTelegramHtml(source: string): string {
         writer.write('</b>');
         break;
       case 'inline':
-        writer.write(renderInline(token.children ?? []));
+        writer.write(renderInline(token.children ?? [], maxUrl));
         break;
       case 'bullet_list_open':
       case 'ordered_list_open':
@@ -140,9 +141,10 @@ class BlockWriter {
   }
 }
 
-function renderInline(tokens: readonly Token[]): string {
+function renderInline(tokens: readonly Token[], maxUrl: number): string {
   let out = '';
-  const links: boolean[] = [];
+  /** Per open link: the markup that ends it. */
+  const links: string[] = [];
   for (const token of tokens) {
     switch (token.type) {
       case 'text':
@@ -164,12 +166,15 @@ function renderInline(tokens: readonly Token[]): string {
       case 'link_open': {
         const href = String(token.attrGet('href') ?? '');
         const usable = /^(https?|tg):/i.test(href);
-        links.push(usable);
-        if (usable) out += `<a href="${escapeAttribute(href)}">`;
+        // A URL this long would leave little room for text in every message the link is split across.
+        const long = usable && href.length > maxUrl;
+        const bare = token.markup === 'linkify' || token.markup === 'autolink';
+        links.push(!usable ? '' : long ? (bare ? '' : ` (${escapeHtml(href)})`) : '</a>');
+        if (usable && !long) out += `<a href="${escapeAttribute(href)}">`;
         break;
       }
       case 'link_close':
-        if (links.pop()) out += '</a>';
+        out += links.pop() ?? '';
         break;
       case 'image':
         out += escapeHtml(token.content || String(token.attrGet('alt') ?? ''));

@@ -175,7 +175,8 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
         return send(400, response);
       }
     }
-    if (method === 'sendMessage' && (String(body.text ?? '').length > 4096 || !String(body.text ?? '').trim())) {
+    // Plain text (HTML was measured after parsing above, as Telegram does).
+    if (method === 'sendMessage' && body.parse_mode !== 'HTML' && (String(body.text ?? '').length > 4096 || !String(body.text ?? '').trim())) {
       const response = { ok: false, error_code: 400, description: body.text ? 'Bad Request: message is too long' : 'Bad Request: message text is empty' };
       record({ method, body, at: Date.now(), response });
       return send(400, response);
