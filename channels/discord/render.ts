@@ -1,5 +1,7 @@
 import MarkdownIt from 'markdown-it';
 import { outboundText, type OutboundMessage } from '../../src/core/message.ts';
+import { appendAll, splitMarkup, textAtoms, type MarkupAtom } from '../../src/core/text-split.ts';
+import { inlineAtoms } from './inline-atoms.ts';
 
 /** Discord's limit on the content of one message, in characters. */
 export const DISCORD_MESSAGE_LIMIT = 2000;
@@ -21,76 +23,55 @@ export function renderDiscord(message: OutboundMessage, limit = DISCORD_MESSAGE_
 }
 
 /**
- * Splits text into chunks of at most `limit` characters: between lines where possible, else at a
- * space, else anywhere. A code block cut in two is closed at the end of one chunk and reopened (with
- * its language) at the start of the next, so every chunk renders on its own.
+ * Splits text into chunks of at most `limit` characters (UTF-16 units, never fewer than Discord counts):
+ * between paragraphs or lines where possible, else at a space, else between grapheme clusters. A code
+ * block cut in two is closed at the end of one chunk and reopened (with its language) at the start of the
+ * next, so every chunk renders on its own; a code block, a code span, a link or an emphasis that fits in
+ * one chunk is not cut, and one that does not is closed and reopened the same way.
  */
 export function splitDiscordText(text: string, limit = DISCORD_MESSAGE_LIMIT): string[] {
   const source = text.replace(/\r\n?/g, '\n');
   if (source.length <= limit) return source.trim() ? [source] : [];
-  const max = Math.max(limit, 64);
-  const lines = source.split('\n');
-  const { after, opener } = fenceStates(source, lines);
-  const chunks: string[] = [];
-  let cur: string[] = [];
-  let header: Fence | undefined;
-  let state: Fence | undefined;
-  let lastWasOpener = false;
-
-  const size = () => cur.reduce((n, l) => n + l.length, 0) + Math.max(0, cur.length - 1);
-  const hasContent = () => cur.slice(header ? 1 : 0).some((l) => l.trim() !== '');
-  const room = (fence: Fence | undefined) => max - size() - (cur.length ? 1 : 0) - (fence ? fence.close.length + 1 : 0);
-  const push = (line: string, fence: Fence | undefined, isOpener: boolean) => {
-    cur.push(line);
-    state = fence;
-    lastWasOpener = isOpener;
-  };
-  const flush = () => {
-    let closeWith = state;
-    let carry: string | undefined;
-    // Never end a chunk with an empty block: an opening line moves to the next chunk.
-    if (lastWasOpener && state) {
-      carry = cur.pop();
-      closeWith = undefined;
-    }
-    if (hasContent()) chunks.push(`${cur.join('\n').trimEnd()}${closeWith ? `\n${closeWith.close}` : ''}`);
-    header = state;
-    cur = carry !== undefined ? [carry] : state ? [state.open] : [];
-    lastWasOpener = false;
-  };
-
-  for (const [i, line] of lines.entries()) {
-    const next = after[i];
-    const isOpener = opener[i] ?? false;
-    if (line.length <= room(next)) { push(line, next, isOpener); continue; }
-    if (hasContent()) flush();
-    if (line.length <= room(next)) { push(line, next, isOpener); continue; }
-    // One line longer than a message: wrap it. Inside a block it stays inside the block.
-    const inner = state && next ? state : undefined;
-    let rest = line;
-    while (rest.length > 0) {
-      const avail = room(inner);
-      if (rest.length <= avail) { push(rest, inner, false); break; }
-      if (avail < 16 && hasContent()) { flush(); continue; }
-      const cut = breakPoint(rest, Math.max(avail, 1));
-      push(rest.slice(0, cut).trimEnd(), inner, false);
-      rest = rest.slice(cut).trimStart();
-      flush();
-    }
-    state = next;
-    lastWasOpener = isOpener;
-  }
-  if (hasContent()) flush();
-  return chunks;
+  return splitMarkup(discordAtoms(source, Math.floor(limit / 2)), limit);
 }
 
-/** Where to cut a line to keep at most `avail` characters: the last space, else `avail` (not inside a surrogate pair). */
-function breakPoint(text: string, avail: number): number {
-  const window = text.slice(0, avail + 1);
-  const space = Math.max(window.lastIndexOf(' '), window.lastIndexOf('\t'));
-  if (space > 0) return space;
-  const code = text.charCodeAt(avail - 1);
-  return code >= 0xd800 && code <= 0xdbff && avail > 1 ? avail - 1 : avail;
+/** The whole message as atoms: fenced code blocks line by line, everything else paragraph by paragraph. */
+function discordAtoms(source: string, maxUrl: number): MarkupAtom[] {
+  const lines = source.split('\n');
+  const { after, opener } = fenceStates(source, lines);
+  const atoms: MarkupAtom[] = [];
+  let prose: string[] = [];
+  const newline = (code: boolean) => {
+    const blank = !code && atoms.at(-1)?.raw === '\n';
+    atoms.push({ kind: 'text', raw: '\n', units: 1, breakAfter: code ? 1 : blank ? 3 : 2, trim: true });
+  };
+  const flushProse = () => {
+    // Emphasis and links do not cross a blank line.
+    for (const part of prose.join('\n').split(/(\n[ \t]*\n)/)) {
+      if (!part.trim()) for (const _ of part.replace(/[^\n]/g, '')) newline(false);
+      else appendAll(atoms, inlineAtoms(part, maxUrl));
+    }
+    prose = [];
+  };
+  for (const [i, line] of lines.entries()) {
+    const fence = after[i];
+    const inside = i > 0 && after[i - 1] !== undefined && !opener[i];
+    if (opener[i] && fence) {
+      if (prose.length) flushProse();
+      if (atoms.length) newline(false);
+      atoms.push({ kind: 'open', raw: line, units: line.length, close: `\n${fence.close}`, closeUnits: fence.close.length + 1, reopen: `${line}\n`, reopenUnits: line.length + 1 });
+    } else if (inside && fence) {
+      newline(true);
+      appendAll(atoms, textAtoms(line, { code: true }));
+    } else if (inside) {
+      atoms.push({ kind: 'close', raw: `\n${line}`, units: line.length + 1 });
+    } else {
+      if (!prose.length && atoms.length) newline(false);
+      prose.push(line);
+    }
+  }
+  flushProse();
+  return atoms;
 }
 
 /** For every line: the fence open after it (if any), and whether it opens one. Found with markdown-it. */

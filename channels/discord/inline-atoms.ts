@@ -1,0 +1,177 @@
+import { appendAll, textAtoms, type MarkupAtom } from '../../src/core/text-split.ts';
+
+/** A piece of one paragraph as Discord reads it. */
+type Piece =
+  | { type: 'text'; text: string }
+  /** Kept whole: an escape, a mention, a custom emoji, a timestamp. */
+  | { type: 'atom'; raw: string }
+  | { type: 'code'; fence: string; content: string }
+  | { type: 'link'; label: string; target: string }
+  | { type: 'autolink'; url: string }
+  | { type: 'delim'; value: string; canOpen: boolean; canClose: boolean; pair?: 'open' | 'close' };
+
+const LINK = /\[((?:[^[\]\\\n]|\\.|\[[^[\]\n]*\])*)\]\((<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)(\s+"[^"\n]*")?\)/y;
+const AUTOLINK = /<(https?:\/\/[^\s<>]+)>/y;
+const MENTION = /<(?:@[!&]?\d+|#\d+|a?:\w+:\d+|t:-?\d+(?::[tTdDfFR])?|\/[\w -]+:\d+|id:\w+)>/y;
+const BARE_URL = /https?:\/\/[^\s<]+/y;
+const BACKTICKS = /`+/y;
+const RUN = /\*+|_+|~+|\|+/y;
+
+/** The match of a sticky pattern at `index`, if any. */
+function matchAt(re: RegExp, s: string, index: number): RegExpExecArray | null {
+  re.lastIndex = index;
+  return re.exec(s);
+}
+const PUNCTUATION = /[\p{P}\p{S}]/u;
+const SPECIAL = new Set(['\\', '`', '[', '<', 'h', '*', '_', '~', '|']);
+
+/**
+ * One paragraph of Discord markdown as atoms: emphasis (`*`, `_`, `**`, `__`, `***`, `~~`, `||`),
+ * code spans and masked links become spans, so a split avoids them when it can and otherwise closes
+ * and reopens them (a masked link split this way becomes two links to the same URL). A link whose URL is
+ * longer than `maxUrl` becomes its text followed by the URL in parentheses. Delimiters without a partner
+ * are text. Pure.
+ */
+export function inlineAtoms(paragraph: string, maxUrl: number): MarkupAtom[] {
+  const pieces = pair(lex(paragraph));
+  const atoms: MarkupAtom[] = [];
+  for (const p of pieces) {
+    switch (p.type) {
+      case 'text':
+        appendAll(atoms, textAtoms(p.text));
+        break;
+      case 'atom':
+        atoms.push({ kind: 'text', raw: p.raw, units: p.raw.length });
+        break;
+      case 'code':
+        atoms.push({ kind: 'open', raw: p.fence, units: p.fence.length, close: p.fence, closeUnits: p.fence.length });
+        appendAll(atoms, textAtoms(p.content, { code: true, codeSpaceBreaks: true }));
+        atoms.push({ kind: 'close', raw: p.fence, units: p.fence.length });
+        break;
+      case 'link': {
+        const url = p.target.replace(/^<|>$/g, '');
+        if (url.length > maxUrl) {
+          appendAll(appendAll(atoms, inlineAtoms(p.label, maxUrl)), textAtoms(` (${url})`));
+          break;
+        }
+        const close = `](${p.target})`;
+        atoms.push({ kind: 'open', raw: '[', units: 1, close, closeUnits: close.length });
+        appendAll(atoms, inlineAtoms(p.label, maxUrl));
+        atoms.push({ kind: 'close', raw: close, units: close.length });
+        break;
+      }
+      case 'autolink':
+        if (p.url.length > maxUrl) appendAll(atoms, textAtoms(p.url));
+        else atoms.push({ kind: 'text', raw: `<${p.url}>`, units: p.url.length + 2 });
+        break;
+      case 'delim':
+        if (p.pair === 'open') atoms.push({ kind: 'open', raw: p.value, units: p.value.length, close: p.value, closeUnits: p.value.length });
+        else if (p.pair === 'close') atoms.push({ kind: 'close', raw: p.value, units: p.value.length });
+        else atoms.push({ kind: 'text', raw: p.value, units: p.value.length });
+        break;
+    }
+  }
+  return atoms;
+}
+
+function lex(s: string): Piece[] {
+  const pieces: Piece[] = [];
+  let text = '';
+  const flush = () => {
+    if (text) pieces.push({ type: 'text', text });
+    text = '';
+  };
+  let i = 0;
+  while (i < s.length) {
+    const ch = s[i]!;
+    if (!SPECIAL.has(ch)) {
+      text += ch;
+      i++;
+      continue;
+    }
+    let m: RegExpExecArray | null;
+    if (ch === '\\' && /[!-/:-@[-`{-~]/.test(s[i + 1] ?? '')) {
+      flush();
+      pieces.push({ type: 'atom', raw: s.slice(i, i + 2) });
+      i += 2;
+    } else if (ch === '`') {
+      const fence = matchAt(BACKTICKS, s, i)![0];
+      const end = closingRun(s, i + fence.length, fence);
+      if (end < 0) {
+        text += fence;
+        i += fence.length;
+        continue;
+      }
+      flush();
+      pieces.push({ type: 'code', fence, content: s.slice(i + fence.length, end) });
+      i = end + fence.length;
+    } else if (ch === '[' && (m = matchAt(LINK, s, i))) {
+      flush();
+      pieces.push({ type: 'link', label: m[1]!, target: `${m[2]!}${m[3] ?? ''}` });
+      i += m[0].length;
+    } else if (ch === '<' && (m = matchAt(AUTOLINK, s, i))) {
+      flush();
+      pieces.push({ type: 'autolink', url: m[1]! });
+      i += m[0].length;
+    } else if (ch === '<' && (m = matchAt(MENTION, s, i))) {
+      flush();
+      pieces.push({ type: 'atom', raw: m[0] });
+      i += m[0].length;
+    } else if (ch === 'h' && !/\w/.test(s[i - 1] ?? '') && (m = matchAt(BARE_URL, s, i))) {
+      text += m[0]; // a bare URL is one word, whatever `_` or `*` it holds
+      i += m[0].length;
+    } else if (ch === '*' || ch === '_' || ch === '~' || ch === '|') {
+      const run = matchAt(RUN, s, i)![0];
+      const usable = ch === '*' || ch === '_' ? run.length <= 3 : run.length === 2;
+      if (!usable) {
+        text += run;
+        i += run.length;
+        continue;
+      }
+      flush();
+      pieces.push(delimiter(run, s[i - 1], s[i + run.length]));
+      i += run.length;
+    } else {
+      text += ch;
+      i++;
+    }
+  }
+  flush();
+  return pieces;
+}
+
+/** Index of the next run of exactly `fence` backticks from `from`, or -1. */
+function closingRun(s: string, from: number, fence: string): number {
+  const re = /`+/g;
+  re.lastIndex = from;
+  for (let m = re.exec(s); m; m = re.exec(s)) if (m[0].length === fence.length) return m.index;
+  return -1;
+}
+
+/** CommonMark's flanking rules, which Discord roughly follows. */
+function delimiter(value: string, before = ' ', after = ' '): Piece {
+  const spaceBefore = /\s/.test(before);
+  const spaceAfter = /\s/.test(after);
+  const punctBefore = PUNCTUATION.test(before);
+  const punctAfter = PUNCTUATION.test(after);
+  const left = !spaceAfter && (!punctAfter || spaceBefore || punctBefore);
+  const right = !spaceBefore && (!punctBefore || spaceAfter || punctAfter);
+  if (value[0] === '_') return { type: 'delim', value, canOpen: left && (!right || punctBefore), canClose: right && (!left || punctAfter) };
+  if (value[0] === '*') return { type: 'delim', value, canOpen: left, canClose: right };
+  return { type: 'delim', value, canOpen: !spaceAfter, canClose: !spaceBefore };
+}
+
+/** Pairs each closing delimiter with the nearest opener of the same kind; openers skipped over stay text. */
+function pair(pieces: Piece[]): Piece[] {
+  const openers: Extract<Piece, { type: 'delim' }>[] = [];
+  for (const p of pieces) {
+    if (p.type !== 'delim') continue;
+    const at = p.canClose ? openers.map((o) => o.value).lastIndexOf(p.value) : -1;
+    if (at >= 0) {
+      openers[at]!.pair = 'open';
+      p.pair = 'close';
+      openers.length = at;
+    } else if (p.canOpen) openers.push(p);
+  }
+  return pieces;
+}
