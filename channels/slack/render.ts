@@ -1,14 +1,9 @@
 import MarkdownIt from 'markdown-it';
 import type { Token } from 'markdown-it';
+import { appendAll, splitMarkup, textAtoms, type MarkupAtom, type TextAtomOptions } from '../../src/core/text-split.ts';
 
-/** Slack's limit for the `text` of one message that Switchboard keeps to (SPEC §10). */
+/** Slack's limit for the `text` of one message that Switchboard keeps to (SPEC §10), in characters. */
 export const SLACK_TEXT_LIMIT = 4000;
-
-/** One top-level block of rendered mrkdwn; code blocks are split differently from prose. */
-export interface MrkdwnBlock {
-  text: string;
-  code: boolean;
-}
 
 const md = new MarkdownIt({ html: false, linkify: false, typographer: false });
 
@@ -17,98 +12,133 @@ export function escapeMrkdwn(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-/** Markdown → Slack mrkdwn (pure). */
-export function renderMrkdwn(markdown: string): string {
-  return renderBlocks(markdown).map((b) => b.text).join('\n\n');
+/** Markdown → Slack mrkdwn, unsplit; links are written as `renderSlackChunks` writes them for `limit` (pure). */
+export function renderMrkdwn(markdown: string, limit = SLACK_TEXT_LIMIT): string {
+  return slackAtoms(markdown, Math.floor(limit / 2)).map((a) => a.raw).join('');
 }
 
-/** Markdown → mrkdwn messages of at most `limit` characters each, code blocks and words kept whole when possible (pure). */
+/**
+ * Markdown → mrkdwn messages of at most `limit` characters each (UTF-16 units). Blocks are kept whole
+ * when they fit; a split never falls inside a link, code or emphasis that fits in one message, and one
+ * that does not is closed at the end of a message and reopened at the start of the next (a link split
+ * this way becomes two links to the same URL); a link whose URL is longer than half a message becomes
+ * its text and the URL as plain text. Cuts fall between grapheme clusters. Pure.
+ */
 export function renderSlackChunks(markdown: string, limit = SLACK_TEXT_LIMIT): string[] {
-  return chunkBlocks(renderBlocks(markdown), limit);
+  return splitMarkup(slackAtoms(markdown, Math.floor(limit / 2)), limit);
 }
 
-/** Markdown → mrkdwn, one entry per top-level block. */
-export function renderBlocks(markdown: string): MrkdwnBlock[] {
+interface Context {
+  /** Longer URLs are written out as text. */
+  maxUrl: number;
+  /** Inside a heading, which is bold already. */
+  inBold?: boolean;
+}
+
+const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;' };
+const escapeGrapheme = (g: string) => ENTITIES[g] ?? (g.length > 1 ? escapeMrkdwn(g) : g);
+const text = (s: string, options: TextAtomOptions = {}): MarkupAtom[] => textAtoms(s, { escape: escapeGrapheme, ...options });
+const open = (raw: string, close: string, block = false): MarkupAtom => ({ kind: 'open', raw, units: raw.length, close, closeUnits: close.length, block });
+const close = (raw: string): MarkupAtom => ({ kind: 'close', raw, units: raw.length });
+const span = (start: string, end: string, inner: MarkupAtom[]): MarkupAtom[] => (inner.length ? [open(start, end), ...inner, close(end)] : []);
+
+/** The rendered message as atoms for the splitter; blocks separated by a blank line. */
+function slackAtoms(markdown: string, maxUrl: number): MarkupAtom[] {
   const tokens = md.parse(markdown, {});
-  return renderRange(tokens, 0, tokens.length).filter((b) => b.text.trim() !== '');
+  return joinBlocks(renderRange(tokens, 0, tokens.length, { maxUrl }), '\n\n');
 }
 
-function renderRange(tokens: Token[], start: number, end: number): MrkdwnBlock[] {
-  const blocks: MrkdwnBlock[] = [];
+function joinBlocks(blocks: MarkupAtom[][], separator: string): MarkupAtom[] {
+  const out: MarkupAtom[] = [];
+  for (const [i, b] of blocks.entries()) {
+    if (i) appendAll(out, text(separator));
+    appendAll(out, b);
+  }
+  return out;
+}
+
+/** Puts `first` before the first line and `rest` before every other line. */
+function prefixLines(atoms: MarkupAtom[], first: string, rest: string): MarkupAtom[] {
+  const out: MarkupAtom[] = [{ kind: 'text', raw: first, units: first.length }];
+  for (const a of atoms) {
+    out.push(a);
+    if (a.raw === '\n' && a.kind === 'text' && rest) out.push({ kind: 'text', raw: rest, units: rest.length });
+  }
+  return out;
+}
+
+function renderRange(tokens: Token[], start: number, end: number, ctx: Context): MarkupAtom[][] {
+  const blocks: MarkupAtom[][] = [];
   let i = start;
   while (i < end) {
     const token = tokens[i]!;
-    const close = token.nesting === 1 ? closingIndex(tokens, i) : i;
+    const last = token.nesting === 1 ? closingIndex(tokens, i) : i;
     switch (token.type) {
       case 'paragraph_open':
-        blocks.push({ text: renderInline(tokens[i + 1]?.children ?? []), code: false });
+        blocks.push(renderInline(tokens[i + 1]?.children ?? [], ctx));
         break;
       case 'heading_open':
-        blocks.push({ text: bold(renderInline(tokens[i + 1]?.children ?? [], { inBold: true })), code: false });
+        blocks.push(span('*', '*', renderInline(tokens[i + 1]?.children ?? [], { ...ctx, inBold: true })));
         break;
       case 'bullet_list_open':
       case 'ordered_list_open':
-        blocks.push({ text: renderList(tokens, i, close), code: false });
+        blocks.push(renderList(tokens, i, last, ctx));
         break;
-      case 'blockquote_open': {
-        const inner = renderRange(tokens, i + 1, close).map((b) => b.text).join('\n\n');
-        blocks.push({ text: inner.split('\n').map((line) => `> ${line}`).join('\n'), code: false });
+      case 'blockquote_open':
+        blocks.push(prefixLines(joinBlocks(renderRange(tokens, i + 1, last, ctx), '\n\n'), '> ', '> '));
         break;
-      }
       case 'fence':
       case 'code_block':
-        blocks.push({ text: codeBlock(token.content), code: true });
+        blocks.push(codeBlock(token.content));
         break;
       case 'table_open':
-        blocks.push({ text: renderTable(tokens, i, close), code: true });
+        blocks.push(renderTable(tokens, i, last));
         break;
       case 'hr':
-        blocks.push({ text: '──────────', code: false });
+        blocks.push(text('──────────'));
         break;
       case 'html_block':
-        blocks.push({ text: escapeMrkdwn(token.content.trimEnd()), code: false });
+        blocks.push(text(token.content.trimEnd()));
         break;
       default:
         break;
     }
-    i = close + 1;
+    i = last + 1;
   }
-  return blocks;
+  return blocks.filter((b) => b.some((a) => a.kind === 'text' && a.raw.trim() !== ''));
 }
 
 /** Index of the token closing the one at `open` (same level, nesting -1). */
-function closingIndex(tokens: Token[], open: number): number {
+function closingIndex(tokens: Token[], start: number): number {
   let depth = 0;
-  for (let i = open; i < tokens.length; i++) {
+  for (let i = start; i < tokens.length; i++) {
     depth += tokens[i]!.nesting;
     if (depth === 0) return i;
   }
   return tokens.length - 1;
 }
 
-function renderList(tokens: Token[], open: number, close: number): string {
-  const ordered = tokens[open]!.type === 'ordered_list_open';
-  let number = Number(tokens[open]!.attrGet('start') ?? 1);
-  const items: string[] = [];
-  let i = open + 1;
-  while (i < close) {
+function renderList(tokens: Token[], start: number, end: number, ctx: Context): MarkupAtom[] {
+  const ordered = tokens[start]!.type === 'ordered_list_open';
+  let number = Number(tokens[start]!.attrGet('start') ?? 1);
+  const items: MarkupAtom[][] = [];
+  let i = start + 1;
+  while (i < end) {
     const itemClose = closingIndex(tokens, i);
     if (tokens[i]!.type === 'list_item_open') {
       const marker = ordered ? `${number++}. ` : '• ';
-      const body = renderRange(tokens, i + 1, itemClose).map((b) => b.text).join('\n');
-      const indent = ' '.repeat(4);
-      items.push(body.split('\n').map((line, n) => (n === 0 ? marker + line : indent + line)).join('\n'));
+      items.push(prefixLines(joinBlocks(renderRange(tokens, i + 1, itemClose, ctx), '\n'), marker, ' '.repeat(4)));
     }
     i = itemClose + 1;
   }
-  return items.join('\n');
+  return joinBlocks(items, '\n');
 }
 
 /** Slack has no tables: a table becomes a code block with aligned columns. */
-function renderTable(tokens: Token[], open: number, close: number): string {
+function renderTable(tokens: Token[], start: number, end: number): MarkupAtom[] {
   const rows: string[][] = [];
   let row: string[] | undefined;
-  for (let i = open; i < close; i++) {
+  for (let i = start; i < end; i++) {
     const t = tokens[i]!;
     if (t.type === 'tr_open') row = [];
     else if (t.type === 'tr_close' && row) rows.push(row);
@@ -121,134 +151,80 @@ function renderTable(tokens: Token[], open: number, close: number): string {
   return codeBlock(lines.join('\n'));
 }
 
-function codeBlock(content: string): string {
-  return `\`\`\`\n${escapeMrkdwn(content.replace(/\n+$/, ''))}\n\`\`\``;
+function codeBlock(content: string): MarkupAtom[] {
+  return [open('```\n', '\n```', true), ...text(content.replace(/\n+$/, ''), { code: true }), close('\n```')];
 }
 
-function bold(text: string): string {
-  return text ? `*${text}*` : text;
-}
-
-function renderInline(children: Token[], options: { inBold?: boolean } = {}): string {
-  let out = '';
+function renderInline(children: Token[], ctx: Context): MarkupAtom[] {
+  const out: MarkupAtom[] = [];
   for (let i = 0; i < children.length; i++) {
     const t = children[i]!;
     switch (t.type) {
-      case 'text': out += escapeMrkdwn(t.content); break;
+      case 'text': appendAll(out, slackText(t.content, ctx)); break;
       case 'softbreak':
-      case 'hardbreak': out += '\n'; break;
-      case 'code_inline': out += `\`${escapeMrkdwn(t.content)}\``; break;
-      case 'strong_open':
-      case 'strong_close': if (!options.inBold) out += '*'; break;
-      case 'em_open':
-      case 'em_close': out += '_'; break;
-      case 's_open':
-      case 's_close': out += '~'; break;
+      case 'hardbreak': appendAll(out, text('\n')); break;
+      case 'code_inline': appendAll(out, span('`', '`', text(t.content, { code: true, codeSpaceBreaks: true }))); break;
+      case 'strong_open': if (!ctx.inBold) out.push(open('*', '*')); break;
+      case 'strong_close': if (!ctx.inBold) out.push(close('*')); break;
+      case 'em_open': out.push(open('_', '_')); break;
+      case 'em_close': out.push(close('_')); break;
+      case 's_open': out.push(open('~', '~')); break;
+      case 's_close': out.push(close('~')); break;
       case 'link_open': {
-        const close = children.findIndex((c, n) => n > i && c.type === 'link_close');
-        const end = close === -1 ? children.length : close;
-        out += link(String(t.attrGet('href') ?? ''), plainText(children.slice(i + 1, end)));
-        i = end;
+        const end = children.findIndex((c, n) => n > i && c.type === 'link_close');
+        const last = end === -1 ? children.length : end;
+        const label = plainText(children.slice(i + 1, last));
+        // `<https://x|docs>` in the text is Slack's own link syntax, which CommonMark reads as an autolink.
+        const slack = t.markup === 'autolink' ? /^((?:https?|mailto):[^|]+)\|(.*)$/i.exec(label) : null;
+        appendAll(out, slack ? link(slack[1]!, slack[2]!, ctx) : link(String(t.attrGet('href') ?? ''), label, ctx));
+        i = last;
         break;
       }
-      case 'image': out += link(String(t.attrGet('src') ?? ''), plainText(t.children ?? []) || t.content); break;
-      default: out += escapeMrkdwn(t.content); break;
+      case 'image': appendAll(out, link(String(t.attrGet('src') ?? ''), plainText(t.children ?? []) || t.content, ctx)); break;
+      default: appendAll(out, text(t.content)); break;
     }
   }
   return out;
 }
 
-/** `<url|label>`, or `<url>` when the label is the URL; a relative or odd URL leaves only the label. */
-function link(href: string, label: string): string {
-  if (!/^(https?:|mailto:)/i.test(href)) return escapeMrkdwn(label || href);
+/** Links (`<https://x|docs>`) and channel references (`<#C123|general>`) already in Slack's syntax. */
+const SLACK_SYNTAX = /<((?:https?:\/\/|mailto:)[^\s<>|]+)(?:\|([^<>\n]*))?>|<#([CG][A-Z0-9]+)(?:\|([^<>\n]*))?>/gi;
+
+/**
+ * Text, escaped, except Slack links and channel references, which Slack then shows as links. Mentions
+ * (`<@U…>`) and broadcasts (`<!here>`, `<!channel>`) stay escaped: the model must not ping anyone.
+ */
+function slackText(content: string, ctx: Context): MarkupAtom[] {
+  const out: MarkupAtom[] = [];
+  let from = 0;
+  for (const m of content.matchAll(SLACK_SYNTAX)) {
+    appendAll(out, text(content.slice(from, m.index)));
+    if (m[1]) appendAll(out, link(m[1], m[2] ?? '', ctx));
+    else {
+      const raw = `<#${m[3]!}${m[4] ? `|${escapeMrkdwn(m[4])}` : ''}>`;
+      out.push({ kind: 'text', raw, units: raw.length });
+    }
+    from = m.index + m[0].length;
+  }
+  appendAll(out, text(content.slice(from)));
+  return out;
+}
+
+/**
+ * `<url|label>`, or `<url>` when the label is the URL; a relative or odd URL leaves only the label; a
+ * URL longer than `maxUrl` is written out after the label as plain text.
+ */
+function link(href: string, label: string, ctx: Context): MarkupAtom[] {
+  if (!/^(https?:|mailto:)/i.test(href)) return text(label || href);
   const url = href.replace(/&/g, '&amp;').replace(/</g, '%3C').replace(/>/g, '%3E').replace(/\|/g, '%7C');
   const bare = href.replace(/^mailto:/i, '');
-  if (!label || label === href || label === bare) return `<${url}>`;
-  return `<${url}|${escapeMrkdwn(label)}>`;
+  const unlabelled = !label || label === href || label === bare;
+  if (url.length > ctx.maxUrl) return unlabelled ? text(href) : appendAll(text(label), text(` (${href})`));
+  if (unlabelled) return [{ kind: 'text', raw: `<${url}>`, units: url.length + 2 }];
+  return span(`<${url}|`, '>', text(label));
 }
 
 /** Inline tokens as plain text (link labels, table cells). */
 function plainText(children: Token[]): string {
   return children.map((t) => (t.type === 'softbreak' || t.type === 'hardbreak' ? ' ' : t.type === 'image' ? plainText(t.children ?? []) : t.content)).join('');
-}
-
-/** Packs blocks into messages of at most `limit` characters; splits a block only when it alone is too long. */
-export function chunkBlocks(blocks: MrkdwnBlock[], limit = SLACK_TEXT_LIMIT): string[] {
-  const pieces = blocks.flatMap((b) => (b.text.length <= limit ? [b.text] : b.code ? splitCode(b.text, limit) : splitText(b.text, limit)));
-  const chunks: string[] = [];
-  let current = '';
-  for (const piece of pieces) {
-    if (!current) current = piece;
-    else if (current.length + 2 + piece.length <= limit) current += `\n\n${piece}`;
-    else {
-      chunks.push(current);
-      current = piece;
-    }
-  }
-  if (current) chunks.push(current);
-  return chunks;
-}
-
-/** Splits prose at a line break, else a space, else hard, never inside `&amp;` or `<url|label>`. */
-export function splitText(text: string, limit: number): string[] {
-  const out: string[] = [];
-  let rest = text;
-  while (rest.length > limit) {
-    const window = rest.slice(0, limit + 1);
-    const newline = window.lastIndexOf('\n');
-    const space = window.lastIndexOf(' ');
-    let cut: number;
-    if (newline >= limit / 2) cut = newline;
-    else if (space >= limit / 4) cut = space;
-    else if (newline > 0) cut = newline;
-    else cut = safeHardCut(rest, limit);
-    const piece = rest.slice(0, cut).trimEnd();
-    if (piece) out.push(piece);
-    rest = rest.slice(cut).replace(/^\s+/, '');
-  }
-  if (rest) out.push(rest);
-  return out;
-}
-
-/** The largest cut ≤ limit that does not fall inside an entity or a `<...>` link. */
-function safeHardCut(text: string, limit: number): number {
-  const head = text.slice(0, limit);
-  const amp = head.lastIndexOf('&');
-  if (amp > 0 && !head.slice(amp).includes(';') && limit - amp < 8) return amp;
-  const lt = head.lastIndexOf('<');
-  if (lt > 0 && !head.slice(lt).includes('>')) return lt;
-  return limit;
-}
-
-/** Splits a code block by lines; every piece is a complete ``` block. */
-function splitCode(block: string, limit: number): string[] {
-  const body = block.replace(/^```\n/, '').replace(/\n```$/, '');
-  const budget = limit - 8; // "```\n" + "\n```"
-  const lines = body.split('\n').flatMap((line) => (line.length <= budget ? [line] : hardSplit(line, budget)));
-  const out: string[] = [];
-  let current: string[] = [];
-  let size = 0;
-  for (const line of lines) {
-    if (current.length && size + 1 + line.length > budget) {
-      out.push(`\`\`\`\n${current.join('\n')}\n\`\`\``);
-      current = [];
-      size = 0;
-    }
-    size += (current.length ? 1 : 0) + line.length;
-    current.push(line);
-  }
-  if (current.length) out.push(`\`\`\`\n${current.join('\n')}\n\`\`\``);
-  return out;
-}
-
-function hardSplit(line: string, size: number): string[] {
-  const out: string[] = [];
-  let rest = line;
-  while (rest.length > size) {
-    const cut = safeHardCut(rest, size);
-    out.push(rest.slice(0, cut));
-    rest = rest.slice(cut);
-  }
-  if (rest) out.push(rest);
-  return out;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chunkBlocks, escapeMrkdwn, renderMrkdwn, renderSlackChunks, SLACK_TEXT_LIMIT } from '../../../channels/slack/render.ts';
+import { escapeMrkdwn, renderMrkdwn, renderSlackChunks, SLACK_TEXT_LIMIT } from '../../../channels/slack/render.ts';
 
 describe('Slack mrkdwn rendering', () => {
   it('renders bold, italics, strike, inline code and links', () => {
@@ -78,7 +78,7 @@ describe('Slack message splitting (4000 characters)', () => {
   });
 
   it('never cuts an escape or a link in a word longer than the limit', () => {
-    const chunks = chunkBlocks([{ text: `${'a'.repeat(3998)}&amp;<https://e.com|x>${'b'.repeat(10)}`, code: false }]);
+    const chunks = renderSlackChunks(`${'a'.repeat(3998)}&[x](https://e.com)${'b'.repeat(10)}`);
     expect(chunks[0]).toBe('a'.repeat(3998));
     expect(chunks[1]!.startsWith('&amp;<https://e.com|x>')).toBe(true);
   });
