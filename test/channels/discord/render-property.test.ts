@@ -1,0 +1,57 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { DISCORD_MESSAGE_LIMIT, splitDiscordText } from '../../../channels/discord/render.ts';
+import { cutsCluster, limitFor, LONE_SURROGATE, markdownCase, missingFragment, unbalancedDelimiter } from '../markdown-arbitrary.ts';
+
+const FENCE_LINE = /^\s*(> )?(```|~~~)/;
+const LINK = /\[([^[\]]*)\]\(([^()\s]*)\)/g;
+
+/** Markup problems of one Discord message: unclosed code blocks or spans, broken links, unpaired emphasis. */
+function markupError(chunk: string): string | undefined {
+  const lines = chunk.split('\n');
+  if (lines.filter((l) => FENCE_LINE.test(l)).length % 2) return 'unclosed code block';
+  let inFence = false;
+  const prose = lines.filter((l) => {
+    if (FENCE_LINE.test(l)) inFence = !inFence;
+    else return !inFence;
+    return false;
+  }).join('\n');
+  if ((prose.match(/`/g) ?? []).length % 2) return 'unclosed inline code';
+  const rest = prose.replace(/`[^`]*`/g, 'C').replace(LINK, 'L');
+  if (/[[\]]/.test(rest)) return 'a broken link';
+  return unbalancedDelimiter(rest.replace(/^[ \t]*(> ?)+/gm, ''), /\*\*|\*|_|~~|\|\|/g);
+}
+
+/** The visible text of Discord markdown, link targets left out and markup characters dropped. */
+function visible(markdown: string, longUrl = Infinity): string {
+  let inFence = false;
+  return markdown.split('\n').filter((l) => (FENCE_LINE.test(l) ? ((inFence = !inFence), false) : true)).join('\n')
+    .replace(LINK, (_m, label: string, url: string) => (url.length > longUrl ? `${label} ${url}` : label))
+    .replace(/[*_~|`[\]()]/g, '');
+}
+
+const squeeze = (s: string) => s.replace(/\s+/g, '');
+
+describe('Discord rendering, property-based (fast-check)', () => {
+  it('every message is within the limit, its markup is whole, and the text survives whole and in order', () => {
+    const cases = markdownCase({ emphasis: ['**', '*', '_', '~~', '||'], bareUrlIsText: true });
+    fc.assert(fc.property(cases, limitFor(DISCORD_MESSAGE_LIMIT), ({ markdown, fragments }, limit) => {
+      const chunks = splitDiscordText(markdown, limit);
+      for (const [i, chunk] of chunks.entries()) {
+        expect(chunk.length).toBeLessThanOrEqual(limit);
+        expect(visible(chunk).trim()).not.toBe('');
+        expect(chunk).not.toMatch(LONE_SURROGATE);
+        expect(markupError(chunk), chunk.slice(0, 300)).toBeUndefined();
+        if (i > 0) expect(cutsCluster(chunks[i - 1]!, chunk)).toBe(false);
+        // A message ends early only to keep something whole that then fills most of the next one.
+        if (i > 0) expect(chunks[i - 1]!.length + chunk.length).toBeGreaterThan(limit / 4);
+      }
+      const shown = chunks.map((c) => visible(c));
+      const strip = (s: string) => s.replace(/[*_~|`[\]()]/g, '');
+      expect(missingFragment(shown.join('\n'), fragments, strip)).toBeUndefined();
+      const source = markdown.replace(/\r\n?/g, '\n');
+      const expected = source.length <= limit ? visible(source) : visible(source, Math.floor(limit / 2));
+      expect(squeeze(shown.join(''))).toBe(squeeze(expected));
+    }), { numRuns: 2000 });
+  });
+});
