@@ -204,6 +204,8 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   const app = createHttpApp({
     authToken: config.gateway.authToken,
     maxBodyBytes: config.gateway.maxBodyBytes,
+    host: config.gateway.host,
+    allowedHosts: config.gateway.allowedHosts,
     logger,
     channelRoutes: adapters.flatMap((a) => a.routes?.() ?? []),
     mounts: [

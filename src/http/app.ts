@@ -8,6 +8,7 @@ import { ConfigError } from '../core/errors.ts';
 import type { HttpRoute } from '../core/channel-adapter.ts';
 import type { Logger } from '../core/logger.ts';
 import { errorResponse, jsonError } from './http-error.ts';
+import { sameOriginGuard } from './same-origin.ts';
 
 /** Variables set per request. */
 export interface HttpVariables {
@@ -27,6 +28,9 @@ export interface HttpAppOptions {
   mounts: ((app: HttpApp) => void)[];
   /** Routes served by channels (webhooks, the web chat). */
   channelRoutes: HttpRoute[];
+  /** `gateway.host` and `gateway.allowedHosts`: the names `Host` may carry when there is no token (same-origin protection). */
+  host?: string;
+  allowedHosts?: readonly string[];
 }
 
 /** Characters a bearer token may have (RFC 6750 b64token), as Hono's bearerAuth checks them. */
@@ -72,6 +76,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     const auth = bearerAuth<{ Variables: HttpVariables }>({ token: options.authToken, noAuthenticationHeader: { message: refuse }, invalidAuthenticationHeader: { message: refuse }, invalidToken: { message: refuse } });
     // Platforms sign their own webhook requests.
     app.use('*', async (c, next) => (c.req.path.startsWith('/webhooks/') ? next() : auth(c, next)));
+  } else {
+    // No token: only this gateway's own names and pages (DNS rebinding, cross-site requests).
+    app.use('*', sameOriginGuard({ host: options.host ?? '127.0.0.1', allowedHosts: options.allowedHosts ?? [] }));
   }
   app.use('*', bodyLimit({
     maxSize: options.maxBodyBytes,
