@@ -1,8 +1,15 @@
 import { GrammyError, type Api } from 'grammy';
+import { ChannelError } from '../../src/core/errors.ts';
 import type { DeliveryTarget, OutboundMessage } from '../../src/core/message.ts';
+import { splitMarkup, textAtoms } from '../../src/core/text-split.ts';
 import { telegramMessageId } from './normalize.ts';
 import { renderOutbound } from './render.ts';
-import { htmlToPlainText } from './split-html.ts';
+import { htmlToPlainText, splitHtml, TELEGRAM_TEXT_LIMIT } from './split-html.ts';
+
+/** True for Telegram's "Bad Request" answers, which are about the message sent (too long, unreadable, ...). */
+function isBadRequest(error: unknown): error is GrammyError {
+  return error instanceof GrammyError && error.error_code === 400;
+}
 
 /** True for Telegram's answer to HTML it cannot read ("Bad Request: can't parse entities: ..."). */
 export function isParseError(error: unknown): boolean {
@@ -19,26 +26,62 @@ function threadOf(target: DeliveryTarget, message?: OutboundMessage): { message_
   return Number.isSafeInteger(thread) && thread > 0 ? { message_thread_id: thread } : {};
 }
 
+/** Below this (a quarter of a message) a refused part is not split again but sent as plain text. */
+const SMALLEST_RESPLIT = TELEGRAM_TEXT_LIMIT / 4;
+
 /**
  * Sends one outbound message: rendered to Telegram HTML, split at 4096 characters, into the same forum
  * topic. In groups the first part replies to the message it answers (so it is clear whom the bot
- * answers). A part Telegram cannot parse is sent again as plain text.
+ * answers). A part Telegram refuses with a 400 is split in smaller parts and sent again (down to a
+ * quarter of a message); what still fails, or cannot be parsed, is sent as plain text. A part that fails
+ * even then does not stop the rest of the reply; the failures are thrown together at the end.
  */
 export async function deliverMessage(api: Api, target: DeliveryTarget, message: OutboundMessage): Promise<void> {
-  const chunks = renderOutbound(message);
+  const chatId = chatIdOf(target);
   const thread = threadOf(target, message);
-  const replyTo = target.chatType === 'direct' ? undefined : telegramMessageId(message.replyTo ?? target.replyToId);
-  for (const [index, html] of chunks.entries()) {
-    const common = {
+  let replyTo = target.chatType === 'direct' ? undefined : telegramMessageId(message.replyTo ?? target.replyToId);
+  const failures: GrammyError[] = [];
+
+  const send = async (text: string, html: boolean) => {
+    await api.sendMessage(chatId, text, {
       ...thread,
-      ...(index === 0 && replyTo ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {}),
-    };
-    try {
-      await api.sendMessage(chatIdOf(target), html, { ...common, parse_mode: 'HTML' });
-    } catch (error) {
-      if (!isParseError(error)) throw error;
-      await api.sendMessage(chatIdOf(target), htmlToPlainText(html), common);
+      ...(replyTo ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {}),
+      ...(html ? { parse_mode: 'HTML' as const } : {}),
+    });
+    replyTo = undefined;
+  };
+  const sendPlain = async (html: string) => {
+    for (const text of splitMarkup(textAtoms(htmlToPlainText(html)), TELEGRAM_TEXT_LIMIT)) {
+      try {
+        await send(text, false);
+      } catch (error) {
+        if (!isBadRequest(error)) throw error;
+        failures.push(error);
+      }
     }
+  };
+  const sendHtml = async (html: string, limit: number): Promise<void> => {
+    try {
+      return await send(html, true);
+    } catch (error) {
+      if (!isBadRequest(error)) throw error;
+      // Splitting cannot mend markup Telegram cannot read; and once plain text fails too, the chat itself refuses.
+      if (!isParseError(error) && failures.length === 0) {
+        for (let smaller = limit / 2; smaller >= SMALLEST_RESPLIT; smaller /= 2) {
+          const parts = splitHtml(html, smaller);
+          if (parts.length < 2) continue;
+          for (const part of parts) await sendHtml(part, smaller);
+          return;
+        }
+      }
+    }
+    await sendPlain(html);
+  };
+
+  for (const html of renderOutbound(message)) await sendHtml(html, TELEGRAM_TEXT_LIMIT);
+  if (failures.length) {
+    const reasons = [...new Set(failures.map((f) => f.description))].join('; ');
+    throw new ChannelError('TELEGRAM_SEND_FAILED', `Telegram refused ${failures.length} part(s) of a reply to ${target.chatId} even as plain text (${reasons}).`, failures[0]);
   }
 }
 
