@@ -149,7 +149,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   for (const adapter of adapters) gateway.addAdapter(adapter);
 
   const accounting = new Accounting({
-    stateDir: config.stateDir, logger, startedAt,
+    stateDir: config.stateDir, logger, startedAt, ledger: config.ledger, now: () => clock.now(),
     metrics: {
       activeSessions: () => sessions.size,
       evictions: () => sessions.evictionCount,
@@ -210,7 +210,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     channelRoutes: adapters.flatMap((a) => a.routes?.() ?? []),
     mounts: [
       mountAdminRoutes({ store, sessions, transcripts, resetSession: (key) => gateway.runOnLane(key, () => runtime.resetByKey(key, 'admin')),
-        compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)) }),
+        compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)), budgetOf: (entry) => runtime.agentFor(entry.agentId).tokenBudget }),
       mountOpenAIRoutes({ config, sink: inbound, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
       mountCliRoutes({ sink: inbound, clock }),
       mountPairingRoutes(pairingAdmin(pairing, config), logger),

@@ -13,6 +13,13 @@ export interface WebchatOptions {
 const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 const fail = (status: number, message: string, code: string) => json(status, { error: { message, type: status === 400 ? 'invalid_request_error' : 'server_error', code } });
 
+/** 429 in OpenAI's error shape with `Retry-After` (SPEC §14). */
+function rateLimited(retryAfterSeconds: number): Response {
+  return new Response(JSON.stringify({ error: { message: `Too many messages from you; try again in ${retryAfterSeconds} s.`, type: 'rate_limit_error', code: 'rate_limit_exceeded' } }), {
+    status: 429, headers: { 'content-type': 'application/json', 'retry-after': String(retryAfterSeconds) },
+  });
+}
+
 /** Reply text of a finished turn: every reply, notices first. */
 export function replyText(result: TurnResult | undefined): string {
   return (result?.replies ?? []).map(outboundText).join('\n\n');
@@ -48,6 +55,7 @@ export function createWebchatChannel(options: WebchatOptions): ChannelAdapter {
     const streaming = (request.headers.get('accept') ?? '').includes('text/event-stream');
     if (!streaming) {
       const submission = await sink(message, { signal: request.signal });
+      if (submission.status === 'rate_limited') return rateLimited(submission.retryAfterSeconds ?? 60);
       const result = await submission.done;
       return json(200, { sessionKey: submission.sessionKey, sessionId: result?.sessionId, reply: replyText(result), correlationId: submission.correlationId });
     }
@@ -62,6 +70,11 @@ export function createWebchatChannel(options: WebchatOptions): ChannelAdapter {
         };
         try {
           const submission = await currentSink(message, { onDelta: (delta) => send('delta', { text: delta }), signal: request.signal });
+          if (submission.status === 'rate_limited') {
+            send('error', { error: { message: `Too many messages; try again in ${submission.retryAfterSeconds ?? 60} s.`, type: 'rate_limit_error', code: 'rate_limit_exceeded' }, retryAfterSeconds: submission.retryAfterSeconds, correlationId: context.correlationId });
+            controller.close();
+            return;
+          }
           const result = await submission.done;
           send('done', { sessionKey: submission.sessionKey, sessionId: result?.sessionId, reply: replyText(result), correlationId: submission.correlationId });
         } catch (error) {

@@ -1,7 +1,8 @@
 import path from 'node:path';
 import type { LlmCallEvent, TurnObserver } from '../agent/turn-events.ts';
 import type { Logger } from '../core/logger.ts';
-import { TokenLedger } from './ledger.ts';
+import { TokenLedger, type LedgerRotation } from './ledger.ts';
+import { LedgerHistory } from './ledger-history.ts';
 import { ledgerRecordOf, type LedgerRecord } from './ledger-record.ts';
 import { GatewayMetrics, type MetricsSources } from './metrics.ts';
 import { ProviderTracker } from './provider-tracker.ts';
@@ -16,6 +17,10 @@ export interface AccountingOptions {
   metrics: MetricsSources;
   /** Recent calls kept in memory (default 256). */
   recentLimit?: number;
+  /** Ledger rotation and archives (`ledger` in the config); default by size, 16 MiB, 365 days. */
+  ledger?: LedgerRotation;
+  /** Epoch ms, for rotation and retention (default `Date.now`). */
+  now?: () => number;
 }
 
 /** Where the ledger lives under a state folder (SPEC §4). */
@@ -33,26 +38,37 @@ export class Accounting {
   readonly providers: ProviderTracker;
   readonly totals: RuntimeTotals;
   readonly metrics: GatewayMetrics;
+  /** Snapshot and read-back of the ledger's history. */
+  readonly history: LedgerHistory;
   private readonly logger: Logger;
 
   constructor(options: AccountingOptions) {
     this.logger = options.logger;
-    this.ledger = new TokenLedger({ file: ledgerPath(options.stateDir), logger: options.logger });
+    this.ledger = new TokenLedger({
+      file: ledgerPath(options.stateDir), logger: options.logger, rotation: options.ledger, now: options.now,
+      onSettled: () => this.history.settled(),
+    });
     this.providers = new ProviderTracker({ recentLimit: options.recentLimit });
     this.totals = new RuntimeTotals(options.startedAt);
     this.metrics = new GatewayMetrics(options.metrics);
+    this.history = new LedgerHistory({
+      ledger: this.ledger, totals: this.totals, providers: this.providers, metrics: this.metrics, logger: options.logger,
+      startedAt: options.startedAt, recentLimit: options.recentLimit,
+    });
   }
 
-  /** Reads the ledger back (totals, recent calls, token counters), so they survive restarts. */
+  /**
+   * Learns the ledger's history (totals, recent calls, token counters), so they survive restarts: from its
+   * snapshot and the records after it; a long history without a usable snapshot is read in the background
+   * ({@link ready}), so start-up time does not grow with history.
+   */
   async open(): Promise<void> {
-    await this.ledger.open();
-    const started = Date.now();
-    const count = await this.ledger.scan((record) => {
-      this.totals.add(record);
-      this.providers.seed(record);
-      this.metrics.seed(record);
-    });
-    if (count) this.logger.debug({ records: count, ms: Date.now() - started }, 'token ledger read back');
+    await this.history.open();
+  }
+
+  /** Settles once the whole history is counted (at once, unless it is read in the background). */
+  get ready(): Promise<void> {
+    return this.history.ready;
   }
 
   /** Subscribe this to `runtime.events`. */
@@ -61,12 +77,12 @@ export class Accounting {
     onTurnEnd: (event) => this.metrics.turnEnd(event),
     onToolCall: (event) => this.metrics.toolCall(event),
     onBatchEnd: (event) => this.metrics.batchEnd(event),
+    onRefusal: (event) => this.metrics.refusal(event),
   };
 
-  /** Writes every queued ledger record (shutdown). */
-  /** Writes the queued ledger records and closes the ledger (shutdown). */
+  /** Writes the queued ledger records, saves the snapshot and closes the ledger (shutdown). */
   close(): Promise<void> {
-    return this.ledger.close();
+    return this.history.close();
   }
 
   flush(): Promise<void> {
@@ -79,6 +95,7 @@ export class Accounting {
     if (record) {
       this.ledger.append(record);
       this.totals.add(record);
+      this.history.added(record);
     }
     this.providers.record(event, record);
     this.metrics.llmCall(event, record);

@@ -1,10 +1,23 @@
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, open, stat } from 'node:fs/promises';
-import { AppendOnlyFile } from '../core/append-only-file.ts';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { AppendOnlyFile } from '../core/append-only-file.ts';
 import type { Logger } from '../core/logger.ts';
+import {
+  archiveName, compressArchive, KeyFilter, listArchives, readArchive, removePartials, type LedgerArchive,
+} from './ledger-archive.ts';
 import { parseLedgerLine, type LedgerRecord } from './ledger-record.ts';
+
+/** When the active file is rotated (`ledger` in the config). */
+export interface LedgerRotation {
+  /** `size`: past `maxFileBytes`; `daily`: also at each UTC midnight; `off`: never. */
+  rotate: 'size' | 'daily' | 'off';
+  maxFileBytes: number;
+  /** Archives rotated longer ago than this are deleted (0 keeps them). */
+  retentionDays: number;
+}
 
 /** Options of {@link TokenLedger}. */
 export interface TokenLedgerOptions {
@@ -13,55 +26,130 @@ export interface TokenLedgerOptions {
   logger: Logger;
   /** Lines kept in memory while the disk refuses writes; older ones are dropped (and logged). */
   maxPendingLines?: number;
+  /** Default: by size, 16 MiB, archives kept 365 days. */
+  rotation?: LedgerRotation;
+  /** Epoch ms (tests inject a clock). */
+  now?: () => number;
+  /** Called when everything appended so far is on disk and nothing is queued (a snapshot may be taken). */
+  onSettled?: () => void;
+}
+
+/** A rotated file and which session keys it holds (when known). */
+export interface ArchiveEntry extends LedgerArchive {
+  keys?: KeyFilter;
+}
+
+/** Where the active file stands: its size and a hash of its last bytes, so a snapshot can be checked against it. */
+export interface LedgerPosition {
+  offset: number;
+  tailHash: string;
 }
 
 const CHUNK = 64 * 1024;
+const TAIL = 64;
+const DAY = 86_400_000;
+export const DEFAULT_ROTATION: LedgerRotation = { rotate: 'size', maxFileBytes: 16 * 1024 * 1024, retentionDays: 365 };
+
+/** The hash of the last bytes of a file's content, as stored in snapshots. */
+export function tailHashOf(tail: Buffer): string {
+  return createHash('sha1').update(tail).digest('hex');
+}
 
 /**
  * The append-only JSONL token ledger (SPEC §4). {@link append} never blocks the turn: lines are queued and
  * written in batches by one background writer; {@link flush} waits for everything queued (shutdown).
  * A torn last line (crash mid-write) is skipped when reading and never glued to the next record.
+ * The active file is rotated by size or day into `turn-token-usage.<UTC stamp>.jsonl.gz` archives (compressed
+ * in the background, deleted after `retentionDays`); each archive keeps a filter of its session keys.
  */
 export class TokenLedger {
   readonly file: string;
+  readonly dir: string;
+  /** Rotated files, oldest first. */
+  archives: ArchiveEntry[] = [];
+  /** Session keys in the active file. */
+  activeKeys = new KeyFilter();
+  /** When the active file got its first record (daily rotation). */
+  activeSince: number | undefined;
+  /** Rotations done by this instance. */
+  rotations = 0;
   private readonly logger: Logger;
   private readonly maxPending: number;
-  private pending: string[] = [];
+  private readonly rotation: LedgerRotation;
+  private readonly now: () => number;
+  private readonly onSettled?: () => void;
+  private pending: { line: string; key: string }[] = [];
   private writing: Promise<void> | undefined;
   private prefix = '';
   private ready: Promise<void> | undefined;
   private readonly out: AppendOnlyFile;
+  private written = 0;
+  private tail = Buffer.alloc(0);
+  private rotationHeld = false;
+  private rotationRetryAt = 0;
+  private readonly background = new Set<Promise<unknown>>();
 
   constructor(options: TokenLedgerOptions) {
     this.file = options.file;
+    this.dir = path.dirname(options.file);
     this.out = new AppendOnlyFile(options.file);
     this.logger = options.logger;
     this.maxPending = options.maxPendingLines ?? 100_000;
+    this.rotation = options.rotation ?? DEFAULT_ROTATION;
+    this.now = options.now ?? Date.now;
+    this.onSettled = options.onSettled;
   }
 
-  /** Creates the folder and repairs a torn last line so the next record starts on its own line. */
+  /** Creates the folder, repairs a torn last line so the next record starts on its own line, lists the archives. */
   open(): Promise<void> {
     this.ready ??= (async () => {
-      await mkdir(path.dirname(this.file), { recursive: true });
+      await mkdir(this.dir, { recursive: true });
       const size = await stat(this.file).then((s) => s.size, () => 0);
-      if (size === 0) return;
-      const handle = await open(this.file, 'r');
-      try {
-        const last = Buffer.alloc(1);
-        await handle.read(last, 0, 1, size - 1);
-        if (last[0] !== 0x0a) this.prefix = '\n';
-      } finally {
-        await handle.close();
+      this.written = size;
+      if (size > 0) {
+        const handle = await open(this.file, 'r');
+        try {
+          const length = Math.min(TAIL, size);
+          const tail = Buffer.alloc(length);
+          await handle.read(tail, 0, length, size - length);
+          this.tail = tail;
+          if (tail[length - 1] !== 0x0a) this.prefix = '\n';
+        } finally {
+          await handle.close();
+        }
       }
+      await removePartials(this.file);
+      const known = new Map(this.archives.map((a) => [a.name.replace(/\.gz$/, ''), a.keys]));
+      this.archives = (await listArchives(this.file)).map((a) => ({ ...a, keys: known.get(a.name.replace(/\.gz$/, '')) }));
+      for (const archive of this.archives.filter((a) => !a.compressed)) this.compressInBackground(archive);
+      await this.applyRetention();
     })();
     // A failed open (folder not creatable yet) is tried again by the next write.
     this.ready.catch(() => { this.ready = undefined; });
     return this.ready;
   }
 
+  /** Takes the key filters and the active file's start from a snapshot (after {@link open}). */
+  loadIndex(index: { archives: { name: string; keys?: string }[]; activeKeys?: string; activeSince?: number }): void {
+    const saved = new Map(index.archives.map((a) => [a.name.replace(/\.gz$/, ''), a.keys]));
+    for (const archive of this.archives) archive.keys ??= KeyFilter.fromBase64(saved.get(archive.name.replace(/\.gz$/, '')));
+    this.activeKeys = KeyFilter.fromBase64(index.activeKeys) ?? this.activeKeys;
+    this.activeSince = index.activeSince ?? this.activeSince;
+  }
+
+  /** Bytes in the active file, and the hash of its last ones. */
+  position(): LedgerPosition {
+    return { offset: this.written, tailHash: tailHashOf(this.tail) };
+  }
+
+  /** True when nothing is queued or being written. */
+  get settled(): boolean {
+    return !this.writing && this.pending.length === 0;
+  }
+
   /** Queues one record; the write happens in the background. */
   append(record: LedgerRecord): void {
-    this.pending.push(`${JSON.stringify(record)}\n`);
+    this.pending.push({ line: `${JSON.stringify(record)}\n`, key: record.sessionKey });
     if (this.pending.length > this.maxPending) {
       const dropped = this.pending.splice(0, this.pending.length - this.maxPending).length;
       this.logger.error({ dropped, file: this.file }, 'token ledger writes keep failing; dropped the oldest queued records');
@@ -78,20 +166,44 @@ export class TokenLedger {
     }
   }
 
-  /** Writes what is queued and closes the file (shutdown). */
+  /** Writes what is queued, waits (bounded) for archives being compressed, and closes the file (shutdown). */
   async close(): Promise<void> {
     await this.flush();
     this.out.close();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.background]), new Promise((resolve) => { timer = setTimeout(resolve, 10_000); })]);
+    clearTimeout(timer);
   }
 
-  /** Reads every record in file order (skipping torn or foreign lines). */
+  /** No rotation until {@link resumeRotation} (while history is read back from the active file). */
+  holdRotation(): void {
+    this.rotationHeld = true;
+  }
+
+  /** Allows rotation again, and rotates now when the active file is due. */
+  resumeRotation(): void {
+    this.rotationHeld = false;
+    if (this.rotationDue()) this.writing ??= this.drain();
+  }
+
+  /** Reads every record of the active file in file order (skipping torn or foreign lines). */
   async scan(onRecord: (record: LedgerRecord) => void): Promise<number> {
     await this.flush();
+    return this.scanRange(0, Number.POSITIVE_INFINITY, onRecord);
+  }
+
+  /** Reads the records of the active file between two byte offsets (line starts), in file order. */
+  async scanRange(start: number, end: number, onRecord: (record: LedgerRecord) => void, shouldStop: () => boolean = () => false): Promise<number> {
     let skipped = 0;
     let count = 0;
+    if (end <= start) return 0;
     try {
-      const lines = createInterface({ input: createReadStream(this.file, { encoding: 'utf8' }), crlfDelay: Infinity });
-      for await (const line of lines) {
+      const input = createReadStream(this.file, { encoding: 'utf8', start, ...(Number.isFinite(end) ? { end: end - 1 } : {}) });
+      for await (const line of createInterface({ input, crlfDelay: Infinity })) {
+        if (shouldStop()) {
+          input.destroy();
+          break;
+        }
         const record = parseLedgerLine(line);
         if (record) {
           onRecord(record);
@@ -106,32 +218,75 @@ export class TokenLedger {
   }
 
   /**
-   * The newest records matching `filter`, newest first, reading the file backwards in chunks so that
-   * only as much is read as the answer needs. `contains` (a JSON fragment every match holds) skips other
-   * lines without parsing them.
+   * Reads every record of an archive, in order, a few milliseconds at a time (the event loop is served in
+   * between); returns the filter of its session keys.
    */
-  async readBackwards(filter: (record: LedgerRecord) => boolean, limit: number, options: { contains?: string } = {}): Promise<LedgerRecord[]> {
+  async scanArchive(archive: LedgerArchive, onRecord: (record: LedgerRecord) => void, shouldStop: () => boolean = () => false): Promise<KeyFilter> {
+    const keys = new KeyFilter();
+    const text = (await readArchive(this.dir, archive)).toString('utf8');
+    let start = 0;
+    let sliceStart = performance.now();
+    while (start < text.length && !shouldStop()) {
+      let end = text.indexOf('\n', start);
+      if (end < 0) end = text.length;
+      const record = parseLedgerLine(text.slice(start, end));
+      if (record) {
+        keys.add(record.sessionKey);
+        onRecord(record);
+      }
+      start = end + 1;
+      if (performance.now() - sliceStart > 8) {
+        await new Promise((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
+    }
+    return keys;
+  }
+
+  /**
+   * The newest records matching `filter`, newest first: the active file backwards in chunks, then the
+   * archives, newest first, skipping those whose key filter rules out `sessionKey`. `contains` (a JSON
+   * fragment every match holds) skips other lines without parsing them.
+   */
+  async readBackwards(filter: (record: LedgerRecord) => boolean, limit: number, options: { contains?: string; sessionKey?: string } = {}): Promise<LedgerRecord[]> {
     await this.flush();
     const found: LedgerRecord[] = [];
     if (limit <= 0) return found;
+    const needle = options.contains ? Buffer.from(options.contains, 'utf8') : undefined;
+    const take = (bytes: Buffer): boolean => {
+      // A cheap byte search first: most lines of a big ledger belong to other sessions.
+      if (needle && bytes.indexOf(needle) < 0) return false;
+      const record = parseLedgerLine(bytes.toString('utf8'));
+      if (record && filter(record)) found.push(record);
+      return found.length >= limit;
+    };
+    if (await this.readActiveBackwards(take)) return found;
+    for (const archive of [...this.archives].reverse()) {
+      if (options.sessionKey && archive.keys && !archive.keys.mayHave(options.sessionKey)) continue;
+      let buffer: Buffer;
+      try {
+        buffer = await readArchive(this.dir, archive);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        // Compressed meanwhile (read it under its new name) or deleted (skip it).
+        buffer = await readArchive(this.dir, archive).catch(() => Buffer.alloc(0));
+      }
+      if (linesBackwards(buffer, take)) return found;
+    }
+    return found;
+  }
+
+  private async readActiveBackwards(take: (bytes: Buffer) => boolean): Promise<boolean> {
     let handle;
     try {
       handle = await open(this.file, 'r');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return found;
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
       throw error;
     }
     try {
       let position = (await handle.stat()).size;
       let carry = Buffer.alloc(0);
-      const needle = options.contains ? Buffer.from(options.contains, 'utf8') : undefined;
-      const take = (bytes: Buffer): boolean => {
-        // A cheap byte search first: most lines of a big ledger belong to other sessions.
-        if (needle && bytes.indexOf(needle) < 0) return false;
-        const record = parseLedgerLine(bytes.toString('utf8'));
-        if (record && filter(record)) found.push(record);
-        return found.length >= limit;
-      };
       while (position > 0) {
         const length = Math.min(CHUNK, position);
         position -= length;
@@ -141,38 +296,110 @@ export class TokenLedger {
         let end = buffer.length;
         for (let i = buffer.length - 1; i >= 0; i--) {
           if (buffer[i] !== 0x0a) continue;
-          if (end > i + 1 && take(buffer.subarray(i + 1, end))) return found;
+          if (end > i + 1 && take(buffer.subarray(i + 1, end))) return true;
           end = i;
         }
         carry = Buffer.from(buffer.subarray(0, end));
       }
-      if (carry.length) take(carry);
-      return found;
+      return carry.length > 0 && take(carry);
     } finally {
       await handle.close();
     }
   }
 
+  private rotationDue(): boolean {
+    if (this.rotation.rotate === 'off' || this.rotationHeld || this.written === 0 || this.now() < this.rotationRetryAt) return false;
+    if (this.written >= this.rotation.maxFileBytes) return true;
+    return this.rotation.rotate === 'daily' && this.activeSince !== undefined && Math.floor(this.activeSince / DAY) !== Math.floor(this.now() / DAY);
+  }
+
   private async drain(): Promise<void> {
     try {
       await this.open();
-      while (this.pending.length) {
+      for (;;) {
+        if (this.rotationDue()) {
+          try {
+            await this.rotate();
+          } catch (error) {
+            // Records keep going to the active file; rotation is tried again later.
+            this.rotationRetryAt = this.now() + 600_000;
+            this.logger.warn({ err: error, file: this.file }, 'could not rotate the token ledger; trying again in 10 minutes');
+          }
+        }
+        if (!this.pending.length) break;
         const batch = this.pending;
         this.pending = [];
-        const text = this.prefix + batch.join('');
+        const text = this.prefix + batch.map((p) => p.line).join('');
         try {
           this.out.append(text);
-          this.prefix = '';
         } catch (error) {
           this.pending = [...batch, ...this.pending];
           this.logger.error({ err: error, file: this.file, queued: this.pending.length }, 'could not append to the token ledger; will retry with the next record or at shutdown');
           return;
         }
+        this.prefix = '';
+        const bytes = Buffer.from(text.slice(-TAIL), 'utf8');
+        this.written += Buffer.byteLength(text, 'utf8');
+        this.tail = Buffer.concat([this.tail, bytes]).subarray(-TAIL);
+        this.activeSince ??= this.now();
+        for (const p of batch) this.activeKeys.add(p.key);
       }
     } catch (error) {
-      this.logger.error({ err: error, file: this.file }, 'could not open the token ledger');
+      this.logger.error({ err: error, file: this.file }, 'could not open or rotate the token ledger');
     } finally {
       this.writing = undefined;
     }
+    if (!this.pending.length) this.onSettled?.();
   }
+
+  /** Renames the active file to an archive, starts a new one, compresses the archive in the background. */
+  private async rotate(): Promise<void> {
+    const at = this.now();
+    this.out.close();
+    const name = archiveName(this.file, at, new Set(this.archives.map((a) => a.name)));
+    await rename(this.file, path.join(this.dir, name));
+    const archive: ArchiveEntry = { name, rotatedAt: at, compressed: false, keys: this.activeKeys };
+    this.archives.push(archive);
+    this.activeKeys = new KeyFilter();
+    this.activeSince = undefined;
+    this.written = 0;
+    this.tail = Buffer.alloc(0);
+    this.prefix = '';
+    this.rotations++;
+    this.logger.info({ archive: name }, 'token ledger rotated');
+    this.compressInBackground(archive);
+    await this.applyRetention();
+  }
+
+  private compressInBackground(archive: ArchiveEntry): void {
+    const work = compressArchive(this.dir, archive.name)
+      .then((compressed) => {
+        archive.name = compressed;
+        archive.compressed = true;
+      })
+      .catch((err: unknown) => this.logger.warn({ err, archive: archive.name }, 'could not compress a token ledger archive; it stays uncompressed'))
+      .finally(() => this.background.delete(work));
+    this.background.add(work);
+  }
+
+  private async applyRetention(): Promise<void> {
+    if (!this.rotation.retentionDays) return;
+    const cutoff = this.now() - this.rotation.retentionDays * DAY;
+    const expired = this.archives.filter((a) => a.rotatedAt < cutoff && a.compressed);
+    if (!expired.length) return;
+    this.archives = this.archives.filter((a) => !expired.includes(a));
+    await Promise.all(expired.map((a) => rm(path.join(this.dir, a.name), { force: true })));
+    this.logger.info({ deleted: expired.map((a) => a.name) }, 'deleted token ledger archives past ledger.retentionDays');
+  }
+}
+
+/** Calls `take` on each line of a buffer, last line first, until it returns true. */
+function linesBackwards(buffer: Buffer, take: (bytes: Buffer) => boolean): boolean {
+  let end = buffer.length;
+  for (let i = buffer.length - 1; i >= -1; i--) {
+    if (i >= 0 && buffer[i] !== 0x0a) continue;
+    if (end > i + 1 && take(buffer.subarray(i + 1, end))) return true;
+    end = i;
+  }
+  return false;
 }

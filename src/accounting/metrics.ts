@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { LlmCallEvent, ToolCallEvent, BatchEndEvent, TurnEndEvent } from '../agent/turn-events.ts';
+import type { BatchEndEvent, LlmCallEvent, RefusalEvent, ToolCallEvent, TurnEndEvent } from '../agent/turn-events.ts';
 import type { LedgerRecord } from './ledger-record.ts';
+import type { UsageGroup } from './ledger-summary.ts';
 
 /** Live figures the metrics read when scraped. */
 export interface MetricsSources {
@@ -36,6 +37,7 @@ export class GatewayMetrics {
   private readonly toolCalls: Counter<'tool' | 'outcome'>;
   private readonly batches: Counter<'outcome'>;
   private readonly cutResults: Counter<'tool'>;
+  private readonly refusals: Counter<'reason'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -58,6 +60,7 @@ export class GatewayMetrics {
       labelNames: ['type', 'provider', 'model', 'kind', 'channel'], registers,
     });
     this.toolCalls = new Counter({ name: 'switchboard_tool_calls_total', help: 'Tool calls, by tool and outcome (ok, error, invalid_arguments, timeout, unknown_tool, not_enabled, interrupted).', labelNames: ['tool', 'outcome'], registers });
+    this.refusals = new Counter({ name: 'switchboard_refusals_total', help: 'Calls and messages refused, by reason (session_budget, rate_limit, run_budget); nothing was charged for them.', labelNames: ['reason'], registers });
     this.cutResults = new Counter({ name: 'switchboard_tool_results_cut_total', help: 'Tool results cut to tools.maxResultChars, by tool.', labelNames: ['tool'], registers });
     this.batches = new Counter({ name: 'switchboard_background_batches_total', help: 'Background batches of goal runs, by outcome (completed, continuing, budget-limited, stopped, failed).', labelNames: ['outcome'], registers });
     new Gauge({ name: 'switchboard_active_sessions', help: 'Sessions in the active cache (memory).', registers, collect() { this.set(sources.activeSessions()); } });
@@ -82,6 +85,16 @@ export class GatewayMetrics {
     this.addTokens(record);
   }
 
+  /** Counts the calls of a ledger summary group at start (records summed, see `LedgerSummary`). */
+  seedGroup(group: UsageGroup): void {
+    const labels = { provider: group.providerId, model: group.modelId, kind: group.kind, channel: group.channel };
+    if (group.calls > 0) this.llmCalls.inc(labels, group.calls);
+    for (const [type, field] of TOKEN_TYPES) {
+      const n = group[field];
+      if (n > 0) this.tokens.inc({ ...labels, type }, n);
+    }
+  }
+
   /** Counts one LLM call as it happens; `record` is its ledger record when it succeeded. */
   llmCall(event: LlmCallEvent, record: LedgerRecord | undefined): void {
     const model = { provider: event.providerId, model: event.modelId };
@@ -101,6 +114,10 @@ export class GatewayMetrics {
   toolCall(event: ToolCallEvent): void {
     this.toolCalls.inc({ tool: event.name, outcome: event.outcome });
     if (event.cutChars) this.cutResults.inc({ tool: event.name });
+  }
+
+  refusal(event: RefusalEvent): void {
+    this.refusals.inc({ reason: event.reason });
   }
 
   batchEnd(event: BatchEndEvent): void {

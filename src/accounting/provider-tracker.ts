@@ -1,5 +1,6 @@
 import type { LlmCallEvent } from '../agent/turn-events.ts';
 import type { LedgerRecord } from './ledger-record.ts';
+import type { UsageGroup } from './ledger-summary.ts';
 
 /** Usage of one provider/model pair (`GET /metrics/providers`, SPEC §7). */
 export interface ProviderUsage {
@@ -40,6 +41,22 @@ export class ProviderTracker {
   seed(record: LedgerRecord): void {
     this.addTokens(this.slot(record.providerId, record.modelId), record);
     this.remember(record);
+  }
+
+  /** Counts the calls of a ledger summary group at start (records summed, see `LedgerSummary`). */
+  seedGroup(group: Pick<UsageGroup, 'providerId' | 'modelId' | 'calls' | 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens'>): void {
+    const slot = this.slot(group.providerId, group.modelId);
+    slot.requests += group.calls;
+    slot.inputTokens += group.inputTokens;
+    slot.outputTokens += group.outputTokens;
+    slot.cacheReadTokens += group.cacheReadTokens;
+    slot.cacheWriteTokens += group.cacheWriteTokens;
+  }
+
+  /** Puts records that came before every one remembered so far at the start of the recent list. */
+  seedOlderRecent(records: readonly LedgerRecord[]): void {
+    this.recentCalls.unshift(...records);
+    if (this.recentCalls.length > this.recentLimit) this.recentCalls.splice(0, this.recentCalls.length - this.recentLimit);
   }
 
   /** Counts one LLM call as it happens; `record` is its ledger record when it succeeded. */

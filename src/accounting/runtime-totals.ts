@@ -36,6 +36,24 @@ function add(into: TokenTotals, record: LedgerRecord): void {
   if (record.isEstimated) into.estimatedCalls++;
 }
 
+/** {@link RuntimeTotals} as stored in the ledger snapshot. */
+export interface RuntimeTotalsState {
+  first: string | undefined;
+  totals: TokenTotals;
+  channels: [string, TokenTotals][];
+  keys: [string, TokenTotals & { sessionIds: string[]; latest: { sessionId: string; totals: TokenTotals } }][];
+}
+
+function sum(into: TokenTotals, t: TokenTotals): void {
+  into.inputTokens += t.inputTokens;
+  into.outputTokens += t.outputTokens;
+  into.cacheReadTokens += t.cacheReadTokens;
+  into.cacheWriteTokens += t.cacheWriteTokens;
+  into.totalTokens += t.totalTokens;
+  into.llmCalls += t.llmCalls;
+  into.estimatedCalls += t.estimatedCalls;
+}
+
 /**
  * Token totals of the whole gateway and of each channel, over every record of the ledger (read back at
  * start, then kept current by the turn observer), so they match the ledger across restarts.
@@ -84,6 +102,51 @@ export class RuntimeTotals {
     if (!key) return { ...emptyTotals(), sessions: 0 };
     const { sessionIds, latest: _latest, ...totals } = key;
     return { ...totals, sessions: sessionIds.size };
+  }
+
+  /** The whole state, for the ledger snapshot. */
+  toJSON(): RuntimeTotalsState {
+    return {
+      first: this.first,
+      totals: { ...this.totals },
+      channels: [...this.channels.entries()].map(([id, t]) => [id, { ...t }]),
+      keys: [...this.keys.entries()].map(([key, { sessionIds, latest, ...totals }]) => [key, { ...totals, sessionIds: [...sessionIds], latest: { sessionId: latest.sessionId, totals: { ...latest.totals } } }]),
+    };
+  }
+
+  /** Starts from a saved state (replacing what is there). */
+  load(state: RuntimeTotalsState): void {
+    this.first = state.first;
+    Object.assign(this.totals, state.totals);
+    this.channels.clear();
+    for (const [id, t] of state.channels) this.channels.set(id, { ...t });
+    this.keys.clear();
+    for (const [key, { sessionIds, latest, ...totals }] of state.keys) {
+      this.keys.set(key, { ...totals, sessionIds: new Set(sessionIds), latest: { sessionId: latest.sessionId, totals: { ...latest.totals } } });
+    }
+  }
+
+  /** Takes in totals of records that all came before this one's (history read back while new calls came in). */
+  absorbOlder(older: RuntimeTotals): void {
+    const state = older.toJSON();
+    if (state.first !== undefined) this.first = state.first;
+    sum(this.totals, state.totals);
+    for (const [id, t] of state.channels) {
+      const channel = this.channels.get(id);
+      if (channel) sum(channel, t);
+      else this.channels.set(id, { ...t });
+    }
+    for (const [key, { sessionIds, latest, ...totals }] of state.keys) {
+      const mine = this.keys.get(key);
+      if (!mine) {
+        this.keys.set(key, { ...totals, sessionIds: new Set(sessionIds), latest: { sessionId: latest.sessionId, totals: { ...latest.totals } } });
+        continue;
+      }
+      sum(mine, totals);
+      for (const id of sessionIds) mine.sessionIds.add(id);
+      // The newer records decide the latest session; the older ones add to it when it is the same.
+      if (mine.latest.sessionId === latest.sessionId) sum(mine.latest.totals, latest.totals);
+    }
   }
 
   snapshot(): UsageReport {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ResolvedConfig } from '../config/resolved.ts';
 import type { TokenUsage, TurnResult } from '../core/channel-adapter.ts';
 import type { Clock } from '../core/clock.ts';
-import { TurnAbortedError } from '../core/errors.ts';
+import { BudgetExceededError, TurnAbortedError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { InboundMessage } from '../core/message.ts';
 import type { ProviderResponse, ToolSchema } from '../providers/types.ts';
@@ -13,7 +13,7 @@ import type { ToolRegistry } from '../tools/registry.ts';
 import type { ToolOutcome } from '../tools/tool.ts';
 import { ContextOverflowError } from './compaction.ts';
 import type { ContextEngine } from './context-engine.ts';
-import { batchLimitText, interruptedResult, isBackgroundKind, sourceIdOf } from './runs.ts';
+import { batchLimitText, interruptedResult, isBackgroundKind, runBudgetReached, sourceIdOf } from './runs.ts';
 import type { TurnEvents, TurnScope } from './turn-events.ts';
 import { userContent } from './user-content.ts';
 import type { TurnInput } from './runtime.ts';
@@ -89,25 +89,38 @@ export class BatchRunner {
     const limits = this.deps.config.backgroundExecution;
     const max = this.deps.config.agentDefaults.maxIterationsPerBatch;
     const previous = entry.checkpoint;
-    const checkpoint: RunCheckpoint = background && previous
-      ? { ...previous, goal: entry.goal, batch: kind === 'background_auto_continue' ? previous.batch + 1 : Math.max(1, previous.batch), iteration: 0, correlationId }
-      : { goal: entry.goal, batch: 1, iteration: 0, correlationId, toolCalls: 0, startedAt: this.deps.clock.now() };
+    // A goal's counters (tool calls, tokens, start) go on through its background batches and whatever the user
+    // says in between; they start over when a run starts anew (after it finished, paused or hit a limit).
+    const ongoing = previous && previous.goal === entry.goal && (background || input.priorRunState === 'running' || input.priorRunState === 'continuing');
+    const checkpoint: RunCheckpoint = ongoing
+      ? { ...previous, batch: kind === 'background_auto_continue' ? previous.batch + 1 : background ? Math.max(1, previous.batch) : 1, iteration: 0, correlationId }
+      : { goal: entry.goal, batch: 1, iteration: 0, correlationId, toolCalls: 0, tokens: 0, startedAt: this.deps.clock.now() };
     entry.checkpoint = checkpoint;
     entry.runState = 'running';
 
     const turnStartedAt = this.deps.clock.now();
     const turnState = {};
+    const tokensBefore = (checkpoint.tokens ?? 0) - scope.usage.inputTokens - scope.usage.outputTokens;
+    const goalRun = limits.enabled && Boolean(entry.goal) && !message.ephemeral;
     for (let iteration = 0; iteration < max; iteration++) {
       if (signal.aborted) throw new TurnAbortedError();
+      const overBudget = goalRun ? runBudgetReached(checkpoint, limits, this.deps.clock.now()) : undefined;
+      if (overBudget) {
+        this.deps.events.emit('onRefusal', { reason: 'run_budget', correlationId, channel: message.channel, sessionKey: entry.key, at: this.deps.clock.now() });
+        scope.logger.info({ budget: overBudget.which, checkpoint }, 'goal run stopped at its budget');
+        return this.refused(session, overBudget.text, checkpoint, background, scope, iteration);
+      }
       const tools = this.deps.toolSchemas(entry, message.ephemeral);
       let response: ProviderResponse;
       try {
         response = await this.deps.contextEngine.complete(session, { ...input, usage: scope.usage, state: scope.state, logger: scope.logger, tools, turnStartedAt, turnState, ephemeral: message.ephemeral });
       } catch (error) {
+        if (error instanceof BudgetExceededError) return this.refused(session, error.message, checkpoint, background, scope, iteration);
         if (!(error instanceof ContextOverflowError)) throw error;
         await this.deps.appendEntries(session, [this.assistant(error.message, correlationId)]);
         return this.finish(session, error.message, checkpoint, background, scope, iteration + 1);
       }
+      checkpoint.tokens = tokensBefore + scope.usage.inputTokens + scope.usage.outputTokens;
       checkpoint.iteration = iteration + 1;
       if (response.toolCalls.length === 0) {
         const final = this.assistant(response.content, correlationId);
@@ -161,6 +174,13 @@ export class BatchRunner {
         return;
       }
     }
+  }
+
+  /** A budget stopped the batch: the user is told which, and the run is `budget-limited`. */
+  private refused(session: ActiveSession, text: string, checkpoint: RunCheckpoint, background: boolean, scope: BatchScope, iterations: number): BatchResult {
+    session.entry.runState = 'budget-limited';
+    this.deps.events.emit('onBatchEnd', { ...scope.scope(), background, outcome: 'budget-limited', batch: checkpoint.batch, iterations, at: this.deps.clock.now() });
+    return { text, outcome: 'replied' };
   }
 
   private finish(session: ActiveSession, text: string, checkpoint: RunCheckpoint, background: boolean, scope: BatchScope, iterations: number): BatchResult {

@@ -32,6 +32,7 @@ export function registerBuiltinCommands(registry: CommandRegistry): void {
           `• reset: ${services.describeReset(e)}`,
           `• turn: ${running ? 'running' : 'idle'}${queued ? `, ${queued} queued` : ''}`,
           `• run: ${runLine(e, services.config.backgroundExecution.maxBatchesPerGoal)}`,
+          ...budgetLine(e, services.config.agents.find((a) => a.id === e.agentId)?.tokenBudget ?? 0),
           `• tools: ${toolsLine(services.toolsOf(e))}`,
         ].join('\n');
       },
@@ -154,6 +155,13 @@ function runLine(e: SessionEntry, maxBatches: number): string {
   if (e.goal) parts.push(`goal: ${e.goal}`);
   if (e.checkpoint && e.runState !== 'idle') parts.push(`batch ${e.checkpoint.batch}/${maxBatches}, step ${e.checkpoint.iteration}`);
   return parts.join(' · ');
+}
+
+/** `• budget: used / budget tokens`, when the session's agent has one (SPEC §14). */
+function budgetLine(e: SessionEntry, budget: number): string[] {
+  if (!budget) return [];
+  const used = (e.sessionTokens?.input ?? 0) + (e.sessionTokens?.output ?? 0);
+  return [`• budget: ${n(used)} / ${n(budget)} tokens this session${used >= budget ? ' (reached: /new starts a fresh one)' : ''}`];
 }
 
 function toolsLine(t: { preset: string; names: string[]; tokens: number }): string {

@@ -1,4 +1,4 @@
-import type { SessionEntry } from '../sessions/entry.ts';
+import type { RunCheckpoint, SessionEntry } from '../sessions/entry.ts';
 import type { InboundMessage, InternalKind } from '../core/message.ts';
 
 /** Internal kinds that are batches of a background goal run. */
@@ -42,4 +42,25 @@ export function pauseGoalRun(entry: SessionEntry): boolean {
   if (!entry.goal || (entry.runState !== 'running' && entry.runState !== 'continuing')) return false;
   entry.runState = 'paused';
   return true;
+}
+
+/** Which of a goal's own budgets (SPEC §14) is reached, and what the user is told; undefined while none is. */
+export function runBudgetReached(
+  checkpoint: RunCheckpoint,
+  limits: { tokenBudget: number; maxWallClockMinutes: number; maxToolCalls: number },
+  now: number,
+): { which: 'tokens' | 'wall-clock' | 'tool calls'; text: string } | undefined {
+  const n = (v: number) => Math.round(v).toLocaleString('en-US');
+  const tail = 'Say "continue" to go on with a fresh budget, or /goal off to drop the goal.';
+  if (limits.maxToolCalls > 0 && (checkpoint.toolCalls ?? 0) >= limits.maxToolCalls) {
+    return { which: 'tool calls', text: `I stopped working on the goal: it reached its tool-call budget (${n(checkpoint.toolCalls ?? 0)} of ${n(limits.maxToolCalls)} calls, backgroundExecution.maxToolCalls). ${tail}` };
+  }
+  if (limits.tokenBudget > 0 && (checkpoint.tokens ?? 0) >= limits.tokenBudget) {
+    return { which: 'tokens', text: `I stopped working on the goal: it reached its token budget (${n(checkpoint.tokens ?? 0)} of ${n(limits.tokenBudget)} tokens, backgroundExecution.tokenBudget). ${tail}` };
+  }
+  const minutes = (now - (checkpoint.startedAt ?? now)) / 60_000;
+  if (limits.maxWallClockMinutes > 0 && minutes >= limits.maxWallClockMinutes) {
+    return { which: 'wall-clock', text: `I stopped working on the goal: it reached its time budget (${n(minutes)} of ${n(limits.maxWallClockMinutes)} minutes, backgroundExecution.maxWallClockMinutes). ${tail}` };
+  }
+  return undefined;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AgentConfig, ResolvedConfig } from '../config/resolved.ts';
 import type { TokenUsage, TurnResult } from '../core/channel-adapter.ts';
 import type { Clock } from '../core/clock.ts';
-import { isAbortError, ProviderError, TurnAbortedError } from '../core/errors.ts';
+import { BudgetExceededError, isAbortError, ProviderError, TurnAbortedError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { targetOf, type InboundMessage, type OutboundMessage } from '../core/message.ts';
 import { parseSessionKey } from '../routing/session-key.ts';
@@ -48,6 +48,8 @@ export interface TurnInput {
   lendSlot?: <T>(work: () => Promise<T>) => Promise<T>;
   /** The message is replayed after a crash or stop: what the transcript already holds is not written or run again. */
   replayed?: boolean;
+  /** The session's run state before this turn (set by the runtime). */
+  priorRunState?: SessionEntry['runState'];
 }
 
 /** What the runtime needs from the gateway about lanes (for /stop and /status). */
@@ -274,7 +276,7 @@ export class AgentRuntime {
 
     if (message.internal) {
       // Internal messages are never commands or reset triggers: a model cannot /reset or /stop another session.
-      if (isBackgroundKind(message.internal.kind) && !this.goalRunContinues(session.entry, message.internal.kind)) {
+      if (isBackgroundKind(message.internal.kind) && !this.goalRunContinues(session.entry)) {
         logger.info({ runState: session.entry.runState, kind: message.internal.kind }, 'background batch skipped: the run was stopped, finished or its goal cleared');
         return { outcome: 'skipped', replies: [] };
       }
@@ -305,22 +307,24 @@ export class AgentRuntime {
     }
 
     const entry = session.entry;
+    const priorRunState = entry.runState;
     entry.runState = 'running';
     if (!message.ephemeral && entry.messageCount === 0) {
       // The entry names the new transcript before the file exists, so a crash never leaves a transcript no entry points to.
       await this.persist(entry, logger);
       await this.options.transcripts.create(entry.sessionId, entry.key, new Date(now));
     }
-    const result = await this.batches.run(session, { ...input, message: { ...message, text } }, { usage, state, logger, scope });
+    const result = await this.batches.run(session, { ...input, message: { ...message, text }, priorRunState }, { usage, state, logger, scope });
     await this.finishEntry(session, input, this.options.clock.now(), true);
     if (result.outcome === 'skipped') return { outcome: 'skipped', replies: [] };
     return { outcome: 'replied', replies: result.text ? [reply(result.text, 'reply', notice)] : [], ...(result.continuation ? { continuation: result.continuation } : {}) };
   }
 
-  /** True when a background batch of this kind should still run: a goal, background on, and a run that was not stopped or finished. */
-  private goalRunContinues(entry: SessionEntry, kind: 'background_auto_continue' | 'background_auto_resume'): boolean {
+  /** True when a background batch should still run: a goal, background on, and a run that was not stopped or finished. */
+  private goalRunContinues(entry: SessionEntry): boolean {
     if (!entry.goal || !this.options.config.backgroundExecution.enabled) return false;
-    return kind === 'background_auto_resume' ? entry.runState === 'running' || entry.runState === 'continuing' : entry.runState === 'continuing';
+    // `running` here means a batch was cut short (a lane runs one turn at a time): a replayed continuation goes on.
+    return entry.runState === 'running' || entry.runState === 'continuing';
   }
 
   /** Persists an entry; a store outage is logged (the write is retried at the next turn or at shutdown), never thrown. */
@@ -355,6 +359,7 @@ export class AgentRuntime {
     const t0 = this.options.clock.now();
     const parentCorrelationId = input.message.internal?.parentCorrelationId;
     const scope = { correlationId: input.correlationId, sessionKey: session.key, sessionId: entry.sessionId, channel: input.message.channel, agentId: entry.agentId, ...(parentCorrelationId ? { parentCorrelationId } : {}) };
+    this.checkSessionBudget(entry, context.tokens + provider.maxTokens, input, logger);
     let response: ProviderResponse;
     try {
       response = await provider.complete(
@@ -382,9 +387,29 @@ export class AgentRuntime {
       cacheRead: entry.tokens.cacheRead + callUsage.cacheReadTokens,
       cacheWrite: entry.tokens.cacheWrite + callUsage.cacheWriteTokens,
     };
+    const current = entry.sessionTokens ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+    entry.sessionTokens = {
+      input: current.input + callUsage.inputTokens, output: current.output + callUsage.outputTokens,
+      cacheRead: current.cacheRead + callUsage.cacheReadTokens, cacheWrite: current.cacheWrite + callUsage.cacheWriteTokens,
+    };
     this.events.emit('onLlmCall', { ...scope, kind, providerId: provider.id, modelId: response.model || model, usage: callUsage, isEstimated: estimated, estimatedInputTokensByComponent: context.components, retries: response.retries, durationMs: this.options.clock.now() - t0,
       ...(response.toolCalls.length ? { toolCalls: response.toolCalls.map((c) => c.name) } : {}), at: this.options.clock.now() });
     return response;
+  }
+
+  /**
+   * SPEC §14: a call whose prompt estimate plus reserved completion would take the session id's input +
+   * output tokens past its agent's `tokenBudget` is not made (nothing is sent, nothing is charged).
+   */
+  private checkSessionBudget(entry: SessionEntry, needed: number, input: Pick<TurnInput, 'correlationId' | 'message'>, logger: Logger): void {
+    const budget = this.agentFor(entry.agentId).tokenBudget;
+    if (!budget) return;
+    const used = (entry.sessionTokens?.input ?? 0) + (entry.sessionTokens?.output ?? 0);
+    if (used + needed <= budget) return;
+    this.events.emit('onRefusal', { reason: 'session_budget', correlationId: input.correlationId, channel: input.message.channel, sessionKey: entry.key, at: this.options.clock.now() });
+    logger.info({ used, budget, needed }, 'LLM call refused: it would pass the session token budget');
+    const n = (v: number) => v.toLocaleString('en-US');
+    throw new BudgetExceededError('session_budget', `This conversation has used ${n(used)} of its ${n(budget)}-token budget, and the next reply needs up to ${n(needed)} more, so I did not send it. Start a new session with /new, or ask the owner to raise the budget (session.tokenBudget).`);
   }
 
   /** The current session's transcript (memory for one-off sessions). */

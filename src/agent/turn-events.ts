@@ -76,6 +76,15 @@ export interface TurnEndEvent extends TurnScope {
   at: number;
 }
 
+/** A call or message refused by a budget or rate limit (SPEC §14). Nothing is charged for it. */
+export interface RefusalEvent {
+  reason: 'session_budget' | 'rate_limit' | 'run_budget';
+  correlationId: string;
+  channel: ChannelId;
+  sessionKey?: string;
+  at: number;
+}
+
 /**
  * Subscribers to what the runtime does. Accounting, metrics, the ledger and the dashboard timeline are
  * observers; the runtime never calls them directly. Observers must not throw (errors are logged).
@@ -85,6 +94,7 @@ export interface TurnObserver {
   onLlmCall?(event: LlmCallEvent): void;
   onToolCall?(event: ToolCallEvent): void;
   onBatchEnd?(event: BatchEndEvent): void;
+  onRefusal?(event: RefusalEvent): void;
   onTurnEnd?(event: TurnEndEvent): void;
 }
 

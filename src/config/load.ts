@@ -164,6 +164,7 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
       workspace: path.resolve(cwd, a.workspace ?? defaults.workspace),
       systemPrompt: a.systemPrompt ?? defaults.systemPrompt,
       tools: { preset: a.tools?.preset ?? defaults.tools.preset, allow: a.tools?.allow ?? defaults.tools.allow, deny: a.tools?.deny ?? defaults.tools.deny },
+      tokenBudget: a.tokenBudget ?? config.session.tokenBudget,
     };
   });
   const ids = new Set<string>();
@@ -206,6 +207,7 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
     session: config.session,
     channels: { telegram, discord, slack, webchat: c.webchat },
     tools: config.tools,
+    limits: config.limits,
     mcp: { ...config.mcp, servers: Object.fromEntries(Object.entries(config.mcp.servers).map(([name, server]) =>
       [name, 'command' in server && server.cwd ? { ...server, cwd: path.resolve(cwd, server.cwd) } : server])) },
     backgroundExecution: config.backgroundExecution,

@@ -42,6 +42,8 @@ export interface AgentConfig {
   systemPrompt?: string;
   /** The agent's tool policy: its own fields over `agents.defaults.tools`. */
   tools: ToolPolicy;
+  /** Input + output tokens one session id may use (0 = no limit): its own, else `session.tokenBudget`. */
+  tokenBudget: number;
 }
 
 /** The configuration the program runs with: validated, defaults filled, env applied, paths absolute. */
@@ -66,6 +68,7 @@ export interface ResolvedConfig {
     webchat: { enabled: boolean; maxInboundChars?: number };
   };
   tools: ParsedConfig['tools'];
+  limits: ParsedConfig['limits'];
   /** MCP servers, `${NAME}` references in `env` and `headers` replaced from the environment, `cwd` absolute. */
   mcp: ParsedConfig['mcp'];
   backgroundExecution: ParsedConfig['backgroundExecution'];

@@ -116,6 +116,7 @@ const agent = z.strictObject({
   workspace: z.string().optional(),
   systemPrompt: z.string().optional(),
   tools: agentToolPolicy.optional(),
+  tokenBudget: z.number().int().nonnegative().optional(),
 });
 
 const session = z.strictObject({
@@ -129,6 +130,8 @@ const session = z.strictObject({
   resetTriggers: z.array(z.string().min(1)).default(['/new', '/reset']),
   notifyOnReset: z.boolean().default(true),
   resetArchiveRetentionDays: z.number().nonnegative().default(30),
+  /** Input + output tokens one session id may use (0 = no limit); per agent in `agents.list[].tokenBudget`. */
+  tokenBudget: z.number().int().nonnegative().default(0),
   /** Skipped group messages kept as context for the next run. */
   groupContextLimit: z.number().int().min(0).max(500).default(50),
 });
@@ -283,6 +286,9 @@ export const configSchema = z.strictObject({
     }).prefault({}),
   }).prefault({}),
   mcp: mcp.prefault({}),
+  limits: z.strictObject({
+    perSender: z.strictObject({ perMinute: z.number().nonnegative().default(0), burst: z.number().int().nonnegative().default(0) }).prefault({}),
+  }).prefault({}),
   backgroundExecution: z.strictObject({
     enabled: z.boolean().default(false),
     maxConcurrentBackgroundTurns: z.number().int().positive().default(3),

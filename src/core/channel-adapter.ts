@@ -39,9 +39,11 @@ export interface Submission {
   /**
    * `accepted`: queued on its session's lane; `duplicate`: a redelivery already processed;
    * `blocked`: refused by the DM/group policy (a pairing code may have been sent); `skipped`: kept as
-   * group context without a run.
+   * group context without a run; `rate_limited`: over `limits.perSender` (not queued, SPEC §14).
    */
-  status: 'accepted' | 'duplicate' | 'blocked' | 'skipped';
+  status: 'accepted' | 'duplicate' | 'blocked' | 'skipped' | 'rate_limited';
+  /** For `rate_limited`: seconds until the sender may write again. */
+  retryAfterSeconds?: number;
   sessionKey?: string;
   correlationId: string;
   /** Settles when the turn is over (at once unless accepted). Never rejects. */

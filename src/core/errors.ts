@@ -106,3 +106,12 @@ export function isAbortError(error: unknown): boolean {
   if (error instanceof ProviderError && error.code === 'PROVIDER_ABORTED') return true;
   return error instanceof Error && (error.name === 'AbortError' || error.name === 'APIUserAbortError');
 }
+
+/** A call or a message refused by a budget or a rate limit (SPEC §14); the message is meant for the user. */
+export class BudgetExceededError extends SwitchboardError {
+  readonly reason: 'session_budget' | 'run_budget' | 'rate_limit';
+  constructor(reason: 'session_budget' | 'run_budget' | 'rate_limit', message: string) {
+    super(reason === 'rate_limit' ? 'RATE_LIMITED' : 'BUDGET_EXCEEDED', message, { status: 429 });
+    this.reason = reason;
+  }
+}

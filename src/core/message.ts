@@ -66,6 +66,8 @@ export interface InboundMessage {
   ephemeral?: boolean;
   /** The platform event, for logs only; never persisted. */
   raw?: unknown;
+  /** Whom `limits.perSender` counts this message against, when not `<channel>:<peerId>` (the HTTP API's client). */
+  rateLimitKey?: string;
   /** Set on channel `internal`: which session the message is for, why, and where its answer goes. */
   internal?: InternalRoute;
 }

@@ -55,9 +55,11 @@ const MAX_CLUSTER = 32;
  * Code points that may join the one before them in a cluster: marks, ZWJ, variation selectors, skin
  * tones, tags, regional indicators, Hangul jamo and syllables, and the few spacing marks that are letters.
  */
-const JOINS_PREVIOUS = /[\p{M}\p{Emoji_Modifier}\u200C\u200D\uFE00-\uFE0F\uFF9E\uFF9F\u0E33\u0EB3\u1100-\u11FF\u3130-\u318F\uA960-\uA97F\uAC00-\uD7FF\u{1F1E6}-\u{1F1FF}\u{E0020}-\u{E007F}]/u;
-/** Code points that may join the one after them: ZWJ (emoji sequences), CR (before LF), prepended marks. */
-const JOINS_NEXT = /[\u200D\r\u0600-\u0605\u06DD\u070F\u0890\u0891\u08E2\u{110BD}\u{110CD}]/u;
+const JOINS_PREVIOUS = /[\p{M}\p{Grapheme_Extend}\p{Emoji_Modifier}\u200C\u200D\uFE00-\uFE0F\uFF9E\uFF9F\u0E33\u0EB3\u1100-\u11FF\u3130-\u318F\uA960-\uA97F\uAC00-\uD7FF\u{1F1E6}-\u{1F1FF}\u{E0020}-\u{E007F}]/u;
+/** Code points that may join the one after them: ZWJ (emoji sequences), CR (before LF), prepended marks, viramas. */
+const JOINS_NEXT = /[\u200D\r\u0600-\u0605\u06DD\u070F\u0890\u0891\u08E2\u{110BD}\u{110CD}\u094D\u09CD\u0ACD\u0B4D\u0C4D\u0D4D]/u;
+/** What may sit between a virama and the consonant it joins (Extend, ZWJ). */
+const EXTENDS = /^[\p{M}\p{Grapheme_Extend}\p{Emoji_Modifier}\u200D]$/u;
 const MAY_JOIN = new RegExp(`(${JOINS_PREVIOUS.source})|${JOINS_NEXT.source}`, 'gu');
 
 /**
@@ -82,8 +84,12 @@ export function graphemes(text: string): string[] {
   for (const m of text.matchAll(MAY_JOIN)) {
     const start = m[1] ? Math.max(done, m.index - (isLowSurrogate(text, m.index - 1) ? 2 : 1)) : m.index;
     const next = m.index + m[0].length;
-    const joinsNext = !m[1] || m[0] === '\u200D';
-    const end = joinsNext ? Math.min(text.length, next + (isHighSurrogate(text, next) ? 2 : 1)) : next;
+    let end = next;
+    if (!m[1] || /[\u200D\u094D\u09CD\u0ACD\u0B4D\u0C4D\u0D4D]/.test(m[0])) {
+      // A virama joins the consonant after it across marks (Indic conjuncts): take those marks along.
+      for (let c = text.codePointAt(end); c !== undefined && EXTENDS.test(String.fromCodePoint(c)); c = text.codePointAt(end)) end += c > 0xffff ? 2 : 1;
+      end = Math.min(text.length, end + (isHighSurrogate(text, end) ? 2 : 1));
+    }
     if (start < to) to = Math.max(to, end);
     else {
       flush();
@@ -255,7 +261,10 @@ export function splitMarkup(atoms: readonly MarkupAtom[], limit: number): string
       const wordStart = breaks.at(-1)?.atom ?? first;
       const hopeless = fresh === undefined && prefix[wordEnd[i]!]! - prefix[wordStart]! > limit
         && !breaks.some((b) => b.units >= limit / 2) && !stack.some((s) => fits[s]);
-      const cut = hopeless ? undefined : chooseBreak(breaks, limit, fits, fresh);
+      // Whitespace that does not fit is dropped at the cut anyway: the message may end right there.
+      const here = atom.kind === 'text' && atom.trim && atom.breakAfter !== undefined && content;
+      const candidates = here ? [...breaks, { atom: i + 1, units, stack, rank: atom.breakAfter! }] : breaks;
+      const cut = hopeless && !here ? undefined : chooseBreak(candidates, limit, fits, fresh);
       if (cut) {
         emit(cut.atom, cut.stack);
         begin(cut.stack, cut.atom);

@@ -14,6 +14,7 @@ import { GroupContextBuffer } from './group-context.ts';
 import type { Inbox } from './inbox.ts';
 import { LaneScheduler } from './lanes.ts';
 import { BackgroundRuns } from './background-runs.ts';
+import { SenderRateLimiter } from './rate-limit.ts';
 import { internalMessage } from '../core/internal-message.ts';
 import type { InternalRoute } from '../core/message.ts';
 import { goalPrompt, isBackgroundKind } from '../agent/runs.ts';
@@ -41,6 +42,7 @@ export interface GatewayStats {
   blocked: number;
   skipped: number;
   failed: number;
+  rateLimited: number;
 }
 
 /**
@@ -52,7 +54,8 @@ export class Gateway {
   readonly lanes: LaneScheduler;
   /** Background batches of goal runs (their own concurrency limit). */
   readonly background: BackgroundRuns;
-  readonly stats: GatewayStats = { accepted: 0, duplicates: 0, blocked: 0, skipped: 0, failed: 0 };
+  readonly stats: GatewayStats = { accepted: 0, duplicates: 0, blocked: 0, skipped: 0, failed: 0, rateLimited: 0 };
+  private readonly rateLimiter: SenderRateLimiter;
   private readonly options: GatewayOptions;
   private readonly adapters = new Map<string, ChannelAdapter>();
   private readonly groupContext: GroupContextBuffer;
@@ -62,6 +65,7 @@ export class Gateway {
     this.options = options;
     this.lanes = new LaneScheduler({ maxConcurrent: options.config.agentDefaults.maxConcurrent });
     this.background = new BackgroundRuns(options.config.backgroundExecution.maxConcurrentBackgroundTurns);
+    this.rateLimiter = new SenderRateLimiter(options.config.limits.perSender, options.clock);
     this.groupContext = new GroupContextBuffer({ limit: options.config.session.groupContextLimit });
     options.runtime.attachLanes({
       stop: (key) => this.lanes.stop(key),
@@ -149,14 +153,34 @@ export class Gateway {
       if (message.text.trim()) this.groupContext.add(sessionKey, { name: message.sender.name ?? message.sender.username ?? message.sender.id, text: message.text, at: message.receivedAt });
       return { status: 'skipped', sessionKey, correlationId, done: done() };
     }
+    const immediate = !message.internal && this.options.runtime.isImmediate(message.text);
+    if (!immediate && !message.internal) {
+      // /stop and /status are never limited; nothing a tool or a goal run queues is either.
+      const limited = this.rateLimiter.take(message.rateLimitKey ?? `${message.channel}:${message.peerId}`);
+      if (!limited.allowed) return this.refuseRate(message, sessionKey, correlationId, limited, logger, deduped);
+    }
     this.stats.accepted++;
-    if (!message.internal && this.options.runtime.isImmediate(message.text)) {
+    if (immediate) {
       if (inbox && deduped) inbox.markSeen(message);
       return { status: 'accepted', sessionKey, correlationId, done: this.runImmediate(message, sessionKey, correlationId, logger) };
     }
     if (durable && inbox) await inbox.accept(message, correlationId);
     else if (inbox && deduped) inbox.markSeen(message);
     return { status: 'accepted', sessionKey, correlationId, done: this.enqueue(message, sessionKey, correlationId, options, logger, durable) };
+  }
+
+  /** Over `limits.perSender`: not queued, journaled as refused, the sender told once per window (SPEC §14). */
+  private async refuseRate(message: InboundMessage, sessionKey: string, correlationId: string, limited: { retryAfterMs: number; notify: boolean }, logger: Logger, deduped: boolean): Promise<Submission> {
+    this.stats.rateLimited++;
+    const retryAfterSeconds = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
+    this.options.runtime.events.emit('onRefusal', { reason: 'rate_limit', correlationId, channel: message.channel, sessionKey, at: this.options.clock.now() });
+    logger.info({ sessionKey, peerId: message.peerId, retryAfterSeconds }, 'message refused: the sender is over limits.perSender');
+    if (this.options.inbox && deduped) await this.options.inbox.refuse(message).catch((err: unknown) => logger.warn({ err }, 'could not journal a refused message'));
+    if (limited.notify) {
+      const perMinute = this.options.config.limits.perSender.perMinute;
+      await this.deliver(message, { text: `Slow down, please: I take at most ${perMinute} message${perMinute === 1 ? '' : 's'} a minute from each person. Messages sent in the next ${retryAfterSeconds} s are not answered.`, kind: 'notice', threadId: message.threadId, replyTo: message.id }, logger);
+    }
+    return { status: 'rate_limited', retryAfterSeconds, sessionKey, correlationId, done: Promise.resolve(undefined) };
   }
 
   /** Runs work on a session's lane, in order with its messages (admin reset and compact). */

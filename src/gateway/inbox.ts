@@ -110,6 +110,13 @@ export class Inbox {
     this.seen.set(key, this.options.clock.now());
   }
 
+  /** Journals a delivery that was refused (rate limit), so a redelivery is not processed after a restart either. */
+  async refuse(message: InboundMessage): Promise<void> {
+    const record: Record = { op: 'seen', key: deliveryKey(message), at: this.options.clock.now() };
+    this.apply(record);
+    await this.write(record);
+  }
+
   get pendingCount(): number {
     return this.pending.size;
   }

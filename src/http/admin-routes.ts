@@ -18,11 +18,14 @@ export interface AdminDeps {
   resetSession(key: string): Promise<SessionEntry | undefined>;
   /** Compacts a key in order with its messages (as `/compact`); undefined when unknown. */
   compactSession?(key: string): Promise<{ entry: SessionEntry; outcome: CompactionOutcome } | undefined>;
+  /** The token budget of an entry's agent (0 = none). */
+  budgetOf?(entry: SessionEntry): number;
 }
 
-/** An entry as the API shows it. */
-export function presentEntry(entry: SessionEntry, active: boolean): SessionEntry & { active: boolean; totalTokens: number } {
-  return { ...entry, active, totalTokens: totalTokens(entry.tokens) };
+/** An entry as the API shows it; `tokenBudget` (used / budget of the current session id) when its agent has one. */
+export function presentEntry(entry: SessionEntry, active: boolean, budget = 0): SessionEntry & { active: boolean; totalTokens: number; tokenBudget?: { used: number; budget: number } } {
+  const used = (entry.sessionTokens?.input ?? 0) + (entry.sessionTokens?.output ?? 0);
+  return { ...entry, active, totalTokens: totalTokens(entry.tokens), ...(budget ? { tokenBudget: { used, budget } } : {}) };
 }
 
 function keyParam(raw: string): string {
@@ -70,7 +73,7 @@ export function mountAdminRoutes(deps: AdminDeps): (app: HttpApp) => void {
     app.get('/admin/sessions/:key', async (c) => {
       const key = keyParam(c.req.param('key'));
       const entry = await load(key);
-      return c.json(presentEntry(entry, Boolean(deps.sessions.peek(key))));
+      return c.json(presentEntry(entry, Boolean(deps.sessions.peek(key)), deps.budgetOf?.(entry)));
     });
     app.get('/admin/sessions/:key/history', async (c) => {
       const key = keyParam(c.req.param('key'));

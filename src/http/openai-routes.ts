@@ -113,10 +113,14 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
     id: randomUUID(), channel: 'api', accountId: 'default', chatType: 'direct', chatId: peer, peerId: peer,
     sender: { id: peer, ...(session ? { name: session.name } : {}) }, text, attachments: [], mentionsBot: true,
     receivedAt: deps.clock.now(), correlationId, agentId: agent.id, dmScope: 'per-channel-peer', ephemeral: !session,
+    rateLimitKey: `api:${clientAddress(c)}`,
   };
   const relay = body.stream === true ? new DeltaRelay() : undefined;
   const abort = new AbortController();
   const turn = await submit(c, deps, message, abort, relay);
+  if (turn && 'retryAfterSeconds' in turn) {
+    return c.json(errorBody(429, `Too many requests from this client; try again in ${turn.retryAfterSeconds} s.`, 'rate_limit_exceeded'), 429, { 'Retry-After': String(turn.retryAfterSeconds), 'X-Correlation-Id': correlationId });
+  }
   if (!turn) return jsonError(c, 400, 'The message was not accepted.', 'not_accepted');
   const headers: Record<string, string> = { 'X-Correlation-Id': correlationId, ...(turn.sessionKey ? { 'X-Session-Key': turn.sessionKey } : {}) };
   const id = `chatcmpl-${randomUUID().replace(/-/g, '')}`;
@@ -138,8 +142,14 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
   return sseResponse(c, headers, { id, created, model: agent.model, includeUsage: body.stream_options?.include_usage === true, relay, turn, abort });
 }
 
+/** The caller's address (per-client rate limiting of the API). */
+function clientAddress(c: ApiContext): string {
+  const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
+  return incoming?.socket?.remoteAddress ?? 'unknown';
+}
+
 /** Hands the message to the gateway; undefined when it was not accepted. Cleans up when the turn ends. */
-async function submit(c: ApiContext, deps: OpenAIRouteDeps, message: InboundMessage, abort: AbortController, relay?: DeltaRelay): Promise<RunningTurn | undefined> {
+async function submit(c: ApiContext, deps: OpenAIRouteDeps, message: InboundMessage, abort: AbortController, relay?: DeltaRelay): Promise<RunningTurn | { retryAfterSeconds: number } | undefined> {
   const correlationId = message.correlationId as string;
   const logger = deps.logger.child({ correlationId, channel: 'api' });
   const clientGone = () => abort.abort(new Error('the HTTP client went away'));
@@ -156,6 +166,10 @@ async function submit(c: ApiContext, deps: OpenAIRouteDeps, message: InboundMess
   } catch (error) {
     cleanup();
     throw error;
+  }
+  if (submission.status === 'rate_limited') {
+    cleanup();
+    return { retryAfterSeconds: submission.retryAfterSeconds ?? 60 };
   }
   if (submission.status !== 'accepted') {
     cleanup();

@@ -29,6 +29,8 @@ export interface RunCheckpoint {
   correlationId: string;
   /** Tool calls made for the goal so far (all batches). */
   toolCalls?: number;
+  /** Input + output tokens spent on the goal so far (all batches). */
+  tokens?: number;
   /** When work on the goal began (epoch ms). */
   startedAt?: number;
 }
@@ -61,6 +63,8 @@ export interface SessionEntry {
   runState: RunState;
   overrides: SessionOverrides;
   tokens: SessionTokens;
+  /** Token totals of the current session id (a reset starts them over); the session budget counts these. */
+  sessionTokens?: SessionTokens;
   /** Tokens of the last request's context (what the model saw). */
   contextTokens: number;
   compactionCount: number;

@@ -196,6 +196,8 @@ export class SessionManager {
       messageCount: 0,
       lastResetReason: reason,
       lastRequestAt: undefined,
+      sessionTokens: undefined,
+      checkpoint: undefined,
     };
     await this.save(session.entry);
     return session.entry;

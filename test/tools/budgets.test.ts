@@ -1,0 +1,189 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/core/clock.ts';
+import { silentLogger } from '../../src/core/logger.ts';
+import { startGateway, type RunningGateway } from '../../src/main.ts';
+import type { SessionEntry } from '../../src/sessions/entry.ts';
+import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
+import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
+import { sentTo } from '../channels/telegram/harness.ts';
+import { dm } from '../channels/telegram/updates.ts';
+import { testConfig, tempDir } from '../helpers/gateway.ts';
+
+const lastUser = (r: RecordedRequest) => userText([...r.body.messages].reverse().find((m) => m.role === 'user')?.content);
+const rounds = (r: RecordedRequest) => r.body.messages.filter((m) => m.role === 'assistant' && m.tool_calls?.length).length;
+const search = (n: number): FakeReply => ({ toolCalls: [{ id: `t${n}`, name: 'memory_search', arguments: '{"query":"x"}' }], usage: { prompt_tokens: 30, completion_tokens: 10 } });
+
+async function until<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string): Promise<T> {
+  for (let i = 0; i < 3000; i++) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value as T;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('budgets and rate limits', () => {
+  let fake: FakeOpenAI;
+  let telegram: FakeTelegram | undefined;
+  let gw: RunningGateway | undefined;
+  let tmp: { dir: string; remove: () => void };
+  let clock: ManualClock;
+
+  beforeEach(async () => {
+    fake = await startFakeOpenAI();
+    tmp = tempDir();
+    clock = new ManualClock('2026-06-01T10:00:00Z');
+  });
+  afterEach(async () => {
+    await gw?.stop();
+    gw = undefined;
+    await telegram?.close();
+    telegram = undefined;
+    await fake.close();
+    tmp.remove();
+  });
+
+  const start = async (config: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) => {
+    gw = await startGateway({
+      config: testConfig(tmp.dir, {
+        providers: { default: { baseUrl: fake.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0, maxTokens: 20 } },
+        ...config, session: { dmScope: 'per-peer', reset: { mode: 'off' }, ...(config.session as object ?? {}) },
+      }, env),
+      logger: silentLogger(), clock,
+    });
+    return gw;
+  };
+  const webchat = async (user: string, text: string) => fetch(`${gw!.url}/webchat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user, text }) });
+  const reply = async (user: string, text: string) => ((await (await webchat(user, text)).json()) as { reply: string }).reply;
+  const entry = async (key: string) => (await (await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent(key)}`)).json()) as SessionEntry & { tokenBudget?: { used: number; budget: number } };
+  const metric = async (line: string) => {
+    const text = await (await fetch(`${gw!.url}/metrics`)).text();
+    const found = text.split('\n').find((l) => l.startsWith(line));
+    return found ? Number(found.slice(line.length).trim()) : 0;
+  };
+
+  it('a session token budget refuses the call that would pass it before the provider sees it; /new starts a fresh budget', async () => {
+    fake.fallback = () => ({ content: 'fine', usage: { prompt_tokens: 150, completion_tokens: 10 } });
+    await start({ session: { tokenBudget: 600 }, agents: { defaults: { tools: { preset: 'none' } } } });
+    expect(await reply('alice', 'one')).toBe('fine');
+    expect(await reply('alice', 'two')).toBe('fine');
+    expect(fake.requests).toHaveLength(2);
+    const refused = await reply('alice', 'three');
+    expect(refused).toMatch(/^This conversation has used 320 of its 600-token budget, and the next reply needs up to [\d,]+ more, so I did not send it\. Start a new session with \/new, or ask the owner to raise the budget \(session\.tokenBudget\)\.$/);
+    expect(fake.requests).toHaveLength(2);
+    const key = 'agent:main:direct:alice';
+    expect(await entry(key)).toMatchObject({ runState: 'budget-limited', tokenBudget: { used: 320, budget: 600 } });
+    expect(await reply('alice', '/status')).toContain('• budget: 320 / 600 tokens this session');
+    expect(await metric('switchboard_refusals_total{reason="session_budget"}')).toBe(1);
+    await gw!.accounting.flush();
+    const ledger = (await (await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent(key)}/timeline`)).json()) as { turns: unknown[] };
+    expect(ledger.turns).toHaveLength(2);
+    await reply('alice', '/new');
+    expect(await reply('alice', 'four')).toBe('fine');
+    expect(fake.requests).toHaveLength(3);
+    expect((await entry(key)).tokenBudget).toEqual({ used: 160, budget: 600 });
+  });
+
+  it('3 per minute, burst 3: the web chat and the OpenAI API answer 429 with Retry-After; the bucket refills with the clock', async () => {
+    fake.fallback = () => ({ content: 'ok', usage: null });
+    await start({ limits: { perSender: { perMinute: 3, burst: 3 } }, agents: { defaults: { tools: { preset: 'none' } } } });
+    for (let i = 0; i < 3; i++) expect((await webchat('bob', `hi ${i}`)).status).toBe(200);
+    const limited = await webchat('bob', 'too many');
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('20');
+    expect(await limited.json()).toEqual({ error: { message: 'Too many messages from you; try again in 20 s.', type: 'rate_limit_error', code: 'rate_limit_exceeded' } });
+    expect((await webchat('carol', 'someone else')).status).toBe(200);
+    expect(await reply('bob', '/status')).toContain('**Status**');
+    clock.advance(20_000);
+    expect((await webchat('bob', 'refilled one')).status).toBe(200);
+    expect((await webchat('bob', 'and one too many')).status).toBe(429);
+
+    const api = (n: number) => fetch(`${gw!.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'main', user: 'dave', messages: [{ role: 'user', content: `q${n}` }] }) });
+    for (let i = 0; i < 3; i++) expect((await api(i)).status).toBe(200);
+    const refused = await api(4);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('rate_limit_exceeded');
+    expect(await metric('switchboard_refusals_total{reason="rate_limit"}')).toBe(3);
+  });
+
+  it('on Telegram a sender over the limit gets one slow-down line; later messages in the window are not answered, /status is', async () => {
+    telegram = await startFakeTelegram();
+    fake.fallback = (r) => ({ content: `re: ${lastUser(r)}`, usage: null });
+    await start({ limits: { perSender: { perMinute: 3, burst: 3 } }, channels: { telegram: { dmPolicy: 'open' } }, agents: { defaults: { tools: { preset: 'none' } } } },
+      { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot });
+    for (const text of ['m1', 'm2', 'm3', 'm4', 'm5']) telegram.pushUpdate(dm(text));
+    telegram.pushUpdate(dm('/status'));
+    await telegram.waitFor('sendMessage', (c) => String(c.body.text).includes('Status'));
+    await until(() => sentTo(telegram!, 42).length >= 5 || undefined, 'the answers');
+    const texts = sentTo(telegram, 42).map((c) => String(c.body.text));
+    expect(texts.filter((t) => t.startsWith('re: '))).toEqual(['re: m1', 're: m2', 're: m3']);
+    expect(texts.filter((t) => t.startsWith('Slow down'))).toEqual(['Slow down, please: I take at most 3 messages a minute from each person. Messages sent in the next 20 s are not answered.']);
+    expect(fake.requests.map(lastUser)).toEqual(['m1', 'm2', 'm3']);
+  });
+
+  it('a goal run stops at its tool-call budget, counted across a restart in the middle', async () => {
+    let hold: Promise<void> | undefined;
+    let release!: () => void;
+    fake.fallback = async (r) => {
+      if (hold && lastUser(r).startsWith('[background_auto_continue]')) await hold;
+      return search(rounds(r));
+    };
+    const config = { agents: { defaults: { maxIterationsPerBatch: 2 } }, backgroundExecution: { enabled: true, maxToolCalls: 5 }, gateway: { shutdownGraceMs: 0 } };
+    await start(config);
+    await reply('alice', '/goal search forever');
+    hold = new Promise<void>((resolve) => { release = resolve; });
+    await reply('alice', 'go');
+    await until(() => fake.requests.some((r) => lastUser(r).startsWith('[background_auto_continue]')) || undefined, 'the background batch to start');
+    await gw!.stop();
+    const key = 'agent:main:direct:alice';
+    release();
+    hold = undefined;
+    await start(config);
+    const stopped = await until(async () => { const e = await entry(key); return e.runState === 'budget-limited' ? e : undefined; }, 'the budget to stop the run');
+    expect(stopped.checkpoint).toMatchObject({ toolCalls: 5 });
+    // The resumed run counted on from the calls made before the restart: five results in all, never a sixth.
+    const history = (await (await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent(key)}/history`)).json()) as { entries: { role?: string }[] };
+    expect(history.entries.filter((e) => e.role === 'tool')).toHaveLength(5);
+    expect(await metric('switchboard_refusals_total{reason="run_budget"}')).toBe(1);
+  });
+
+  it('a goal run stops at its token budget and at its wall-clock budget, saying which', async () => {
+    fake.fallback = (r) => search(rounds(r));
+    await start({ agents: { defaults: { maxIterationsPerBatch: 2 } }, backgroundExecution: { enabled: true, tokenBudget: 100, maxWallClockMinutes: 0 } });
+    await reply('alice', '/goal spend tokens');
+    await reply('alice', 'go');
+    const tokens = await until(async () => { const e = await entry('agent:main:direct:alice'); return e.runState === 'budget-limited' ? e : undefined; }, 'the token budget');
+    expect(tokens.checkpoint).toMatchObject({ tokens: 120, toolCalls: 3 });
+    await gw!.stop();
+
+    let gate!: () => void;
+    let held = new Promise<void>((resolve) => { gate = resolve; });
+    fake.fallback = async (r) => {
+      if (lastUser(r).startsWith('[background_auto_continue]')) await held;
+      return search(rounds(r));
+    };
+    await start({ agents: { defaults: { maxIterationsPerBatch: 1 } }, backgroundExecution: { enabled: true, tokenBudget: 0, maxWallClockMinutes: 30 } });
+    await reply('bob', '/goal take time');
+    await reply('bob', 'go');
+    await until(() => gw!.gateway.background.running === 1 || undefined, 'the background batch');
+    clock.advance(31 * 60_000);
+    gate();
+    held = Promise.resolve();
+    const timed = await until(async () => { const e = await entry('agent:main:direct:bob'); return e.runState === 'budget-limited' ? e : undefined; }, 'the time budget');
+    expect(timed.checkpoint?.batch).toBe(3);
+  });
+
+  it('says which run budget was reached', async () => {
+    const { runBudgetReached } = await import('../../src/agent/runs.ts');
+    const limits = { tokenBudget: 1000, maxWallClockMinutes: 60, maxToolCalls: 10 };
+    const start = Date.parse('2026-06-01T10:00:00Z');
+    const at = (cp: Record<string, number>, minutes = 0) => runBudgetReached({ batch: 1, iteration: 0, correlationId: 'c', startedAt: start, ...cp }, limits, start + minutes * 60_000);
+    expect(at({ toolCalls: 9, tokens: 999 }, 59)).toBeUndefined();
+    expect(at({ toolCalls: 10 })?.text).toBe('I stopped working on the goal: it reached its tool-call budget (10 of 10 calls, backgroundExecution.maxToolCalls). Say "continue" to go on with a fresh budget, or /goal off to drop the goal.');
+    expect(at({ tokens: 1200 })?.which).toBe('tokens');
+    expect(at({ tokens: 1200 })?.text).toContain('token budget (1,200 of 1,000 tokens, backgroundExecution.tokenBudget)');
+    expect(at({}, 61)?.text).toContain('time budget (61 of 60 minutes, backgroundExecution.maxWallClockMinutes)');
+    expect(runBudgetReached({ batch: 1, iteration: 0, correlationId: 'c', toolCalls: 1e6, tokens: 1e9, startedAt: 0 }, { tokenBudget: 0, maxWallClockMinutes: 0, maxToolCalls: 0 }, 1e12)).toBeUndefined();
+  });
+});
