@@ -30,13 +30,13 @@ const word: fc.Arbitrary<string> = fc.oneof(
   { weight: 100, arbitrary: emoji },
   { weight: 60, arbitrary: fc.constantFrom(...HTMLISH) },
   { weight: 30, arbitrary: fc.constantFrom('.', ',', '!', '?', ':', '42', '3.14') },
-  { weight: 3, arbitrary: fc.tuple(fc.constantFrom('x', '漢', '👨‍👩‍👧‍👦', '🇫🇷', 'ab'), fc.integer({ min: 100, max: 1200 })).map(([s, n]) => s.repeat(n)) },
+  { weight: 3, arbitrary: fc.tuple(fc.constantFrom('x', '漢', '👨‍👩‍👧‍👦', '🇫🇷', 'ab'), fc.integer({ min: 100, max: 800 })).map(([s, n]) => s.repeat(n)) },
 );
 
 const words = (max: number) => fc.array(word, { minLength: 1, maxLength: max });
 const plain = (max: number): fc.Arbitrary<Piece> => words(max).map((w) => ({ md: w.join(' '), fragments: w }));
 /** Many words: an emphasis or a link label longer than a message. */
-const longWords = fc.integer({ min: 150, max: 600 }).chain((n) => fc.array(letters, { minLength: n, maxLength: n }))
+const longWords = fc.integer({ min: 150, max: 500 }).chain((n) => fc.array(letters, { minLength: n, maxLength: n }))
   .map((w) => ({ md: w.join(' '), fragments: w }));
 const label = fc.oneof({ weight: 60, arbitrary: plain(4) }, { weight: 1, arbitrary: longWords });
 
@@ -86,7 +86,7 @@ function block(options: ArbitraryOptions): fc.Arbitrary<Piece> {
       md: [`| ${cells[0]!.join(' | ')} |`, `|${'---|'.repeat(cols)}`, ...cells.slice(1).map((r) => `| ${r.join(' | ')} |`)].join('\n'),
       fragments: cells.flat(),
     })));
-  const fence = fc.tuple(fc.constantFrom('', 'ts', 'python'), fc.array(codeText, { minLength: 1, maxLength: 60 })).map(([lang, lines]) => ({
+  const fence = fc.tuple(fc.constantFrom('', 'ts', 'python'), fc.array(codeText, { minLength: 1, maxLength: 40 })).map(([lang, lines]) => ({
     md: `\`\`\`${lang}\n${lines.join('\n')}\n\`\`\``, fragments: lines,
   }));
   const weighted = (weight: number, arbitrary: fc.Arbitrary<Piece>) => ({ weight, arbitrary });
