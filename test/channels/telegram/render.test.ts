@@ -102,6 +102,19 @@ describe('splitHtml / renderOutbound', () => {
     }
   });
 
+  it('never cuts a link, inline code or bold that fits in one message: it moves to the next one', () => {
+    const spans: [string, string][] = [
+      ['[the docs](https://example.com/docs)', '<a href="https://example.com/docs">the docs</a>'],
+      ['`npm run build --verbose`', '<code>npm run build --verbose</code>'],
+      ['**the really important part**', '<b>the really important part</b>'],
+    ];
+    for (const [markdown, html] of spans) {
+      const filler = 'x'.repeat(4090); // Telegram counts the text only: the span straddles unit 4096
+      const chunks = renderOutbound({ text: `${filler} ${markdown} and more` });
+      expect(chunks).toEqual([filler, `${html} and more`]);
+    }
+  });
+
   it('htmlToPlainText is what the user would see', () => {
     expect(htmlToPlainText('<b>a &lt; b</b> &amp; <a href="x">c</a> &#169; &quot;q&quot;')).toBe('a < b & c © "q"');
   });
