@@ -59,7 +59,13 @@ function discordAtoms(source: string, maxUrl: number): MarkupAtom[] {
     if (opener[i] && fence) {
       if (prose.length) flushProse();
       if (atoms.length) newline(false);
-      atoms.push({ kind: 'open', raw: line, units: line.length, close: `\n${fence.close}`, closeUnits: fence.close.length + 1, reopen: `${line}\n`, reopenUnits: line.length + 1 });
+      const close = { close: `\n${fence.close}`, closeUnits: fence.close.length + 1 };
+      if (line.length <= maxUrl / 2) atoms.push({ kind: 'open', raw: line, units: line.length, ...close, reopen: `${line}\n`, reopenUnits: line.length + 1 });
+      else {
+        // An opening line too long to repeat (a runaway info string) is sent once and reopened bare.
+        atoms.push({ kind: 'open', raw: '', units: 0, ...close, reopen: `${fence.close.trimStart()}\n`, reopenUnits: fence.close.trimStart().length + 1 });
+        appendAll(atoms, textAtoms(line, { code: true }));
+      }
     } else if (inside && fence) {
       newline(true);
       appendAll(atoms, textAtoms(line, { code: true }));

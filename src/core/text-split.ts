@@ -68,7 +68,6 @@ const MAY_JOIN = new RegExp(`(${JOINS_PREVIOUS.source})|${JOINS_NEXT.source}`, '
  * cut between code points so that no piece can outgrow a message.
  */
 export function graphemes(text: string): string[] {
-  // eslint-disable-next-line no-control-regex
   if (/^[\x00-\x7f]*$/.test(text) && !text.includes('\r\n')) return text.split('');
   // The segmenter is slow (microseconds a cluster): it only sees the stretches where code points may join.
   const out: string[] = [];
