@@ -80,8 +80,8 @@ program.command('chat').description('chat with the agent in this terminal (chann
 
 program.command('sessions').description('list stored sessions (through the running gateway if there is one)')
   .option('--json', 'print JSON').option('--active', 'only sessions active in the last 24 hours').option('--channel <channel>', 'only this channel')
-  .option('--limit <n>', 'at most this many', '1000')
-  .action(async (opts: { json?: boolean; active?: boolean; channel?: string; limit: string }) => {
+  .option('--agent <agentId>', 'only this agent').option('--limit <n>', 'at most this many', '1000')
+  .action(async (opts: { json?: boolean; active?: boolean; channel?: string; agent?: string; limit: string }) => {
     await runSessions(config(), { ...opts, limit: Math.max(1, Number(opts.limit) || 1000), now: Date.now() }, process.stdout);
   });
 

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
@@ -26,6 +26,7 @@ import { mountCliRoutes } from './http/cli-routes.ts';
 import { mountPairingRoutes } from './http/pairing-routes.ts';
 import { mountRunRoutes } from './http/run-routes.ts';
 import { resumeInterruptedRuns } from './gateway/resume.ts';
+import { applyRekey, planRekey, routingFingerprint } from './gateway/rekey.ts';
 import { createToolRegistry } from './tools/index.ts';
 import { McpHub } from './tools/mcp/mcp-hub.ts';
 import type { TimeoutHandle } from './tools/registry.ts';
@@ -42,7 +43,7 @@ import { pairingAdmin } from './routing/pairing-admin.ts';
 import { SessionManager } from './sessions/manager.ts';
 import { expiresAt } from './sessions/reset.ts';
 import { KeyvSessionStore } from './sessions/store.ts';
-import { JsonlTranscriptStore } from './sessions/transcript.ts';
+import { AgentTranscriptStores } from './sessions/agent-transcripts.ts';
 
 export const VERSION = '0.1.0';
 
@@ -77,7 +78,7 @@ export interface RunningGateway {
   runtime: AgentRuntime;
   sessions: SessionManager;
   store: KeyvSessionStore;
-  transcripts: JsonlTranscriptStore;
+  transcripts: AgentTranscriptStores;
   adapters: ChannelAdapter[];
   logger: Logger;
   startedAt: number;
@@ -92,6 +93,24 @@ export interface RunningGateway {
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/;
+
+/**
+ * SPEC §12: when `identityLinks` or `bindings` changed since the last start, entries that would now get
+ * another key move there with their transcripts before any message is routed. The fingerprint is written
+ * only once every move is done, so a crash half-way repeats the (idempotent) moves at the next start.
+ */
+async function rekeyIfRoutingChanged(config: ResolvedConfig, store: KeyvSessionStore, transcripts: AgentTranscriptStores, logger: Logger, now: number): Promise<void> {
+  const file = path.join(config.stateDir, 'routing.json');
+  const fingerprint = routingFingerprint(config);
+  const previous = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+  if (previous === fingerprint) return;
+  if (previous !== undefined) {
+    const moves = await planRekey(allSessions(store), config);
+    if (moves.length) logger.info({ moves: moves.length }, 'identity links or bindings changed: re-keying sessions');
+    await applyRekey(moves, { store, transcripts, stateDir: config.stateDir, logger, now });
+  }
+  writeFileSync(file, fingerprint);
+}
 
 /** The chat commands, as platforms list them (`setMyCommands`). */
 function chatCommands(runtime: AgentRuntime, config: ResolvedConfig): { command: string; description: string }[] {
@@ -124,7 +143,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   }
   mkdirSync(config.stateDir, { recursive: true });
   const store = await KeyvSessionStore.open(config.store);
-  const transcripts = new JsonlTranscriptStore({ dir: path.join(config.stateDir, 'agents', config.agents[0]?.id ?? 'main', 'sessions'), logger });
+  const transcripts = new AgentTranscriptStores({ stateDir: config.stateDir, agentIds: config.agents.map((a) => a.id), logger });
   let runtime!: AgentRuntime;
   const sessions = new SessionManager({
     store, transcripts, clock, logger,
@@ -138,6 +157,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     sink: () => gateway.sink, history: (entry) => transcripts.read(entry.sessionId), timeout: options.toolTimeout,
   });
   runtime = new AgentRuntime({ config, sessions, transcripts, providers, clock, logger, tools });
+  await rekeyIfRoutingChanged(config, store, transcripts, logger, clock.now());
   const mcp = new McpHub({ config, registry: tools, logger, reconnectBaseMs: options.mcpReconnectBaseMs });
   const inbox = new Inbox({ file: path.join(config.stateDir, 'inbox.jsonl'), clock, logger });
   const pending = inbox.open();

@@ -24,6 +24,7 @@ export function registerBuiltinCommands(registry: CommandRegistry): void {
         return [
           `**Status** · ${e.key}`,
           `• session id: ${e.sessionId}`,
+          `• agent: ${e.agentId}`,
           `• model: ${model} (provider ${providerId})`,
           `• context: ${n(e.contextTokens)} / ${n(contextWindow)} tokens (${pct}%)`,
           `• compactions: ${e.compactionCount}`,

@@ -480,6 +480,7 @@ export class AgentRuntime {
       threadId: parsed.threadId,
       parentKey: parsed.parentKey,
       displayName: message.chatType === 'direct' ? message.sender.name : undefined,
+      ...(message.containerIds?.length ? { containerIds: message.containerIds } : {}),
     };
   }
 

@@ -1,4 +1,8 @@
-import { accessSync, constants, mkdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { planRekey } from '../gateway/rekey.ts';
+import { allSessions } from '../sessions/scan.ts';
+import { KeyvSessionStore } from '../sessions/store.ts';
 import { createServer } from 'node:net';
 import type { ResolvedConfig } from '../config/resolved.ts';
 import { readStateOwner, StateLock } from '../core/state-lock.ts';
@@ -118,6 +122,23 @@ async function checkChannels(config: ResolvedConfig): Promise<Check[]> {
  * answer, is the model there), each channel's token (does it authenticate), and the `dmScope` warning.
  * Every failed check says what to do.
  */
+/** SPEC §12: what the next start would re-key, given the current identity links and bindings (read only). */
+async function checkRekey(config: ResolvedConfig): Promise<Check> {
+  if (!existsSync(path.join(config.stateDir, 'sessions.sqlite')) && config.store.startsWith('sqlite://')) return { name: 're-keying', ok: true, detail: 'no sessions yet' };
+  let store: KeyvSessionStore | undefined;
+  try {
+    store = await KeyvSessionStore.open(config.store);
+    const moves = await planRekey(allSessions(store), config);
+    if (!moves.length) return { name: 're-keying', ok: true, detail: 'every session is under the key identity links and bindings give it' };
+    const list = moves.slice(0, 10).map((m) => `${m.from} → ${m.action === 'move' ? m.to : `archived (merged into ${m.to})`}`).join('; ');
+    return { name: 're-keying', ok: 'warn', detail: `the next start moves ${moves.length} session${moves.length === 1 ? '' : 's'}: ${list}${moves.length > 10 ? '; …' : ''}` };
+  } catch (error) {
+    return { name: 're-keying', ok: 'warn', detail: `could not read the sessions: ${(error as Error).message}` };
+  } finally {
+    await store?.close().catch(() => undefined);
+  }
+}
+
 export async function runDoctor(config: ResolvedConfig, out: NodeJS.WritableStream): Promise<boolean> {
   const checks: Check[] = [];
   checks.push({ name: 'config', ok: true, detail: config.configPath ? `valid (${config.configPath})` : 'no file; defaults and environment' });
@@ -155,6 +176,7 @@ export async function runDoctor(config: ResolvedConfig, out: NodeJS.WritableStre
   } catch (error) {
     checks.push({ name: 'dm sessions', ok: 'warn', detail: `could not read the paired peers: ${(error as Error).message}` });
   }
+  checks.push(await checkRekey(config));
   for (const c of checks) out.write(`${c.ok === true ? 'ok  ' : c.ok === 'warn' ? 'warn' : 'FAIL'}  ${c.name}: ${c.detail}\n`);
   return checks.every((c) => c.ok !== false);
 }

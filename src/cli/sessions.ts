@@ -11,6 +11,8 @@ export interface SessionsOptions {
   /** Only sessions updated in the last 24 hours. */
   active?: boolean;
   channel?: string;
+  /** Only this agent's sessions. */
+  agent?: string;
   limit: number;
   now: number;
 }
@@ -26,7 +28,7 @@ async function listSessions(config: ResolvedConfig, options: SessionsOptions): P
   if (target.kind === 'gateway') {
     let cursor: string | undefined;
     do {
-      const query = new URLSearchParams({ limit: String(Math.min(options.limit, 1000)), ...(options.channel ? { channel: options.channel } : {}), ...(cursor ? { cursor } : {}) });
+      const query = new URLSearchParams({ limit: String(Math.min(options.limit, 1000)), ...(options.channel ? { channel: options.channel } : {}), ...(options.agent ? { agent: options.agent } : {}), ...(cursor ? { cursor } : {}) });
       const page = await target.client.get<{ sessions: SessionEntry[]; nextCursor?: string }>(`/admin/sessions?${query}`);
       page.sessions.forEach(keep);
       cursor = page.nextCursor;
@@ -38,7 +40,7 @@ async function listSessions(config: ResolvedConfig, options: SessionsOptions): P
   try {
     let cursor: string | undefined;
     do {
-      const page = await store.list({ channel: options.channel, limit: Math.min(options.limit, 1000), cursor });
+      const page = await store.list({ channel: options.channel, agentId: options.agent, limit: Math.min(options.limit, 1000), cursor });
       page.entries.forEach(keep);
       cursor = page.nextCursor;
     } while (cursor && out.length < options.limit);
@@ -49,7 +51,7 @@ async function listSessions(config: ResolvedConfig, options: SessionsOptions): P
   }
 }
 
-/** `switchboard sessions [--json] [--active] [--channel CH]`. */
+/** `switchboard sessions [--json] [--active] [--channel CH] [--agent ID]`. */
 export async function runSessions(config: ResolvedConfig, options: SessionsOptions, out: NodeJS.WritableStream): Promise<void> {
   const sessions = await listSessions(config, options);
   if (options.json) {
@@ -61,6 +63,6 @@ export async function runSessions(config: ResolvedConfig, options: SessionsOptio
     return;
   }
   for (const s of sessions) {
-    out.write(`${s.key}\n  id ${s.sessionId} · ${s.channel} · ${plural(s.messageCount, 'message')} · ${plural(s.totalTokens, 'token')} · updated ${new Date(s.updatedAt).toISOString()}\n`);
+    out.write(`${s.key}\n  id ${s.sessionId} · agent ${s.agentId} · ${s.channel} · ${plural(s.messageCount, 'message')} · ${plural(s.totalTokens, 'token')} · updated ${new Date(s.updatedAt).toISOString()}\n`);
   }
 }

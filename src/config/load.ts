@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import JSON5 from 'json5';
 import { ConfigError } from '../core/errors.ts';
+import { validateBindings } from './validate-bindings.ts';
 import { describeConfigIssue, describeSyntaxError } from './config-errors.ts';
 import { configSchema, type ParsedConfig } from './schema.ts';
 import type {
@@ -193,6 +194,11 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
     mode: acc.mode ?? base.mode,
     groups: acc.channels ?? base.channels,
   })) as SlackAccountConfig[];
+  const accounts: Record<string, string[]> = {
+    telegram: telegram.map((a) => a.accountId), discord: discord.map((a) => a.accountId), slack: slack.map((a) => a.accountId),
+    webchat: ['default'], cli: ['default'], api: ['default'],
+  };
+  validateBindings(config.bindings, agents.map((a) => a.id), (channel) => accounts[channel] ?? []);
   const secrets = collectSecrets(config);
   return {
     configPath,
@@ -205,6 +211,7 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
     agentDefaults: { ...defaults, workspace: path.resolve(cwd, defaults.workspace) },
     agents,
     session: config.session,
+    bindings: config.bindings,
     channels: { telegram, discord, slack, webchat: c.webchat },
     tools: config.tools,
     limits: config.limits,

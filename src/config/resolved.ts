@@ -61,6 +61,8 @@ export interface ResolvedConfig {
   agentDefaults: AgentDefaults;
   agents: AgentConfig[];
   session: SessionConfig;
+  /** Which agent answers what (SPEC §12), validated against the agents and accounts. */
+  bindings: ParsedConfig['bindings'];
   channels: {
     telegram: TelegramAccountConfig[];
     discord: DiscordAccountConfig[];

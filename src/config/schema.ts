@@ -255,6 +255,18 @@ const mcp = z.strictObject({
   servers: z.record(mcpServerName, z.union([mcpStdio, mcpHttp])).default({}),
 });
 
+/** A binding (SPEC §12): which agent answers messages matching `match`; the most specific match wins. */
+const binding = z.strictObject({
+  agentId: z.string().min(1),
+  match: z.strictObject({
+    channel: z.enum(['telegram', 'discord', 'slack', 'webchat', 'cli', 'api']),
+    accountId: z.string().min(1).optional(),
+    peer: z.strictObject({ kind: z.enum(['direct', 'group', 'channel']), id: z.union([z.string().min(1), z.number()]).transform(String) }).optional(),
+    guildId: z.union([z.string().min(1), z.number()]).transform(String).optional(),
+    teamId: z.string().min(1).optional(),
+  }),
+});
+
 /** The whole configuration file (SPEC §9). Every key is optional; defaults are SPEC's. */
 export const configSchema = z.strictObject({
   $schema: z.string().optional(),
@@ -268,6 +280,7 @@ export const configSchema = z.strictObject({
     defaults: agentDefaults.prefault({}),
     list: z.array(agent).min(1).default([{ id: 'main' }]),
   }).prefault({}),
+  bindings: z.array(binding).default([]),
   session: session.prefault({}),
   channels: z.strictObject({
     telegram: telegram.prefault({}),
@@ -309,6 +322,7 @@ export type ResetPolicyPatch = z.output<typeof resetPolicyPatch>;
 export type SessionConfig = z.output<typeof session>;
 export type AgentDefaults = z.output<typeof agentDefaults>;
 export type ToolPolicy = z.output<typeof toolPolicy>;
+export type Binding = z.output<typeof binding>;
 export type McpServerConfig = z.output<typeof mcpStdio> | z.output<typeof mcpHttp>;
 export type ToolPreset = (typeof TOOL_PRESETS)[number];
 export type DmScope = z.output<typeof dmScope>;

@@ -9,6 +9,7 @@ import type { Logger } from '../core/logger.ts';
 import { targetOf, type InboundMessage, type OutboundMessage } from '../core/message.ts';
 import { decideAccess } from '../routing/access-policy.ts';
 import type { PairingStore } from '../routing/pairing.ts';
+import { agentOf } from '../routing/bindings.ts';
 import { buildSessionKey, parseSessionKey } from '../routing/session-key.ts';
 import { GroupContextBuffer } from './group-context.ts';
 import type { Inbox } from './inbox.ts';
@@ -94,7 +95,11 @@ export class Gateway {
       return parseSessionKey(message.internal.sessionKey).key;
     }
     const session = this.options.config.session;
-    const agentId = this.options.runtime.agentFor(message.agentId).id;
+    const config = this.options.config;
+    // The API names its agent (model); everything else goes by the most specific binding, else the first agent.
+    const agentId = message.agentId
+      ? this.options.runtime.agentFor(message.agentId).id
+      : agentOf(config.bindings, message, config.agents[0]?.id ?? 'main');
     return buildSessionKey(
       {
         agentId, channel: message.channel, accountId: message.accountId, chatType: message.chatType,

@@ -53,9 +53,10 @@ export function mountAdminRoutes(deps: AdminDeps): (app: HttpApp) => void {
   return (app) => {
     app.get('/admin/sessions', async (c) => {
       const channel = c.req.query('channel') || undefined;
+      const agentId = c.req.query('agent') || undefined;
       const limit = intParam(c.req.query('limit'), 100, 1000);
       if (c.req.query('active') === '1' || c.req.query('active') === 'true') {
-        const active = [...deps.sessions.activeSessions()].map((s) => s.entry).filter((e) => !channel || e.channel === channel)
+        const active = [...deps.sessions.activeSessions()].map((s) => s.entry).filter((e) => (!channel || e.channel === channel) && (!agentId || e.agentId === agentId))
           .sort((a, b) => (a.key < b.key ? -1 : 1));
         const cursor = c.req.query('cursor');
         const start = cursor ? active.findIndex((e) => e.key > cursor) : 0;
@@ -63,7 +64,7 @@ export function mountAdminRoutes(deps: AdminDeps): (app: HttpApp) => void {
         const nextCursor = start >= 0 && start + limit < active.length ? page[page.length - 1]?.key : undefined;
         return c.json({ sessions: page.map((e) => presentEntry(e, true)), ...(nextCursor ? { nextCursor } : {}) });
       }
-      const page = await deps.store.list({ channel, limit, cursor: c.req.query('cursor') || undefined });
+      const page = await deps.store.list({ channel, agentId, limit, cursor: c.req.query('cursor') || undefined });
       const sessions = page.entries.map((stored) => {
         const live = deps.sessions.peek(stored.key);
         return presentEntry(live?.entry ?? stored, Boolean(live));

@@ -30,11 +30,10 @@ export function openAIUsage(u: TokenUsage): Record<string, unknown> {
 }
 
 /** The agent a request's `model` names: an agent id (also `switchboard/<id>`, `agent:<id>`), an agent's model, else the default agent. */
-export function agentForModel(agents: readonly AgentConfig[], model: string | undefined): AgentConfig {
-  const fallback = agents[0] as AgentConfig;
-  if (!model) return fallback;
+export function agentForModel(agents: readonly AgentConfig[], model: string | undefined): AgentConfig | undefined {
+  if (!model?.trim()) return agents[0];
   const name = model.trim().toLowerCase().replace(/^(switchboard[/:]|agent:)/, '');
-  return agents.find((a) => a.id === name) ?? agents.find((a) => a.model.toLowerCase() === model.trim().toLowerCase()) ?? fallback;
+  return agents.find((a) => a.id === name) ?? agents.find((a) => a.model.toLowerCase() === model.trim().toLowerCase());
 }
 
 export function textOf(content: CompletionRequest['messages'][number]['content']): string {

@@ -107,6 +107,9 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
   if (!text) throw new BadRequestError('messages must contain a user message with text; the last one is the turn\'s input.', 'invalid_value');
   const session = sessionOf(c.req.header('x-session-key'), body.user);
   const agent = session?.agentId ? deps.config.agents.find((a) => a.id === session.agentId) : agentForModel(deps.config.agents, body.model);
+  if (!agent && !session?.agentId) {
+    return c.json(errorBody(404, `The model \`${body.model}\` does not exist: use an agent id (${deps.config.agents.map((a) => a.id).join(', ')}) or a model GET /v1/models lists.`, 'model_not_found'), 404, { 'X-Correlation-Id': correlationId });
+  }
   if (!agent) throw new BadRequestError(`No agent "${session?.agentId}" is configured.`, 'invalid_session_key');
   const peer = session?.name ?? `oneoff-${randomUUID()}`;
   const message: InboundMessage = {

@@ -57,6 +57,8 @@ export interface SessionEntry {
   threadId?: string;
   parentKey?: string;
   displayName?: string;
+  /** Discord guild / Slack team of a channel session: what guild/team bindings match (SPEC §12). */
+  containerIds?: string[];
   createdAt: number;
   updatedAt: number;
   state: SessionState;

@@ -19,6 +19,7 @@ export interface SessionInit {
   threadId?: string;
   parentKey?: string;
   displayName?: string;
+  containerIds?: string[];
 }
 
 /** A session in the active cache. `entry` is the live record; the manager persists it. */

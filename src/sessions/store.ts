@@ -8,6 +8,8 @@ import type { SessionEntry } from './entry.ts';
 /** Filters of {@link SessionStore.list}. */
 export interface ListSessionsOptions {
   channel?: string;
+  /** Only this agent's sessions. */
+  agentId?: string;
   /** At most this many (default 100, max 1000). */
   limit?: number;
   /** The `nextCursor` of the previous page. */
@@ -110,7 +112,7 @@ export class KeyvSessionStore implements SessionStore {
         for (const row of rows) {
           const entry = await this.decode(row.value);
           after = row.key;
-          if (!entry || (options.channel && entry.channel !== options.channel)) continue;
+          if (!entry || (options.channel && entry.channel !== options.channel) || (options.agentId && entry.agentId !== options.agentId)) continue;
           if (entries.length === limit) return { entries, nextCursor: entries[entries.length - 1]?.key };
           entries.push(entry);
         }
@@ -119,7 +121,7 @@ export class KeyvSessionStore implements SessionStore {
     }
     const all: SessionEntry[] = [];
     for await (const [, value] of this.keyv.iterator!(NAMESPACE) as AsyncGenerator<[string, SessionEntry]>) {
-      if (!options.channel || value.channel === options.channel) all.push(value);
+      if ((!options.channel || value.channel === options.channel) && (!options.agentId || value.agentId === options.agentId)) all.push(value);
     }
     all.sort((a, b) => (a.key < b.key ? -1 : 1));
     const start = options.cursor ? all.findIndex((e) => e.key > options.cursor!) : 0;

@@ -125,7 +125,7 @@ describe('POST /v1/chat/completions with the official openai client', () => {
     expect(h.ledger()[0]).toMatchObject({ inputTokens: 36, cacheReadTokens: 64, outputTokens: 4, cacheWriteTokens: 0 });
   });
 
-  it('lets model name an agent (or its model) and reads text content parts', async () => {
+  it('lets model name an agent (or its model), refuses an unknown one, and reads text content parts', async () => {
     h = await startApiHarness({ config: { providers: { default: { maxRetries: 0 } }, agents: { list: [{ id: 'main' }, { id: 'coder', model: 'gpt-coder' }] } } });
     const { response } = await h.client.chat.completions.create({ model: 'coder', user: 'dev', messages: [{ role: 'user', content: [{ type: 'text', text: 'part one' }, { type: 'text', text: 'part two' }] }] }).withResponse();
     expect(response.headers.get('x-session-key')).toBe('agent:coder:api:direct:dev');
@@ -133,8 +133,11 @@ describe('POST /v1/chat/completions with the official openai client', () => {
     expect(lastUser(h.fake.requests[0]!)).toBe('part one\npart two');
     await h.client.chat.completions.create({ model: 'gpt-coder', user: 'dev2', messages: [{ role: 'user', content: 'by model' }] });
     expect(h.ledger()[1]).toMatchObject({ agentId: 'coder', sessionKey: 'agent:coder:api:direct:dev2' });
-    await h.client.chat.completions.create({ model: 'something-else', user: 'dev3', messages: [{ role: 'user', content: 'default' }] });
-    expect(h.ledger()[2]).toMatchObject({ agentId: 'main' });
+    // SPEC §12: a model that names neither an agent nor an agent's model is a 404 the client understands.
+    const unknown = await h.client.chat.completions.create({ model: 'something-else', user: 'dev3', messages: [{ role: 'user', content: 'default' }] }).catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((unknown as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
+    expect(h.ledger()).toHaveLength(2);
   });
 
   it('answers provider failures with OpenAI-shaped errors the client understands', async () => {
