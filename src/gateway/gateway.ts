@@ -12,7 +12,7 @@ import type { PairingStore } from '../routing/pairing.ts';
 import { agentOf } from '../routing/bindings.ts';
 import { buildSessionKey, parseSessionKey } from '../routing/session-key.ts';
 import { GroupContextBuffer } from './group-context.ts';
-import type { Inbox } from './inbox.ts';
+import type { Inbox, PendingMessage } from './inbox.ts';
 import { LaneScheduler } from './lanes.ts';
 import { BackgroundRuns } from './background-runs.ts';
 import { SenderRateLimiter } from './rate-limit.ts';
@@ -197,8 +197,8 @@ export class Gateway {
   }
 
   /** Re-queues messages the journal says were accepted but never answered (after a crash or a stop). */
-  replay(pending: { message: InboundMessage; correlationId: string }[]): number {
-    for (const { message, correlationId } of pending) {
+  replay(pending: PendingMessage[]): number {
+    for (const { message, correlationId, sent } of pending) {
       const logger = this.options.logger.child({ correlationId, channel: message.channel, accountId: message.accountId });
       let key: string;
       try {
@@ -207,7 +207,7 @@ export class Gateway {
         continue;
       }
       logger.info({ sessionKey: key }, 'replaying a message accepted before the last stop');
-      void this.enqueue(message, key, correlationId, {}, logger, true, true);
+      void this.enqueue(message, key, correlationId, {}, logger, true, { replayed: true, sent: sent ?? 0 });
     }
     return pending.length;
   }
@@ -250,12 +250,12 @@ export class Gateway {
     }
   }
 
-  private enqueue(message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replayed = false): Promise<TurnResult | undefined> {
-    const onLane = () => this.enqueueOnLane(message, key, correlationId, options, logger, durable, replayed);
+  private enqueue(message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: { replayed: true; sent: number }): Promise<TurnResult | undefined> {
+    const onLane = () => this.enqueueOnLane(message, key, correlationId, options, logger, durable, replay);
     return isBackgroundKind(message.internal?.kind) ? this.background.schedule(key, onLane) : onLane();
   }
 
-  private enqueueOnLane(message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replayed: boolean): Promise<TurnResult | undefined> {
+  private enqueueOnLane(message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: { replayed: true; sent: number }): Promise<TurnResult | undefined> {
     return new Promise((resolve) => {
       this.lanes.enqueue(key, async (laneSignal) => {
         const stopTyping = this.startTyping(message, logger);
@@ -263,13 +263,13 @@ export class Gateway {
         let finished = true;
         try {
           result = await this.options.runtime.runTurn({
-            message, sessionKey: key, correlationId, signal: laneSignal, clientSignal: options.signal, onDelta: options.onDelta, replayed,
+            message, sessionKey: key, correlationId, signal: laneSignal, clientSignal: options.signal, onDelta: options.onDelta, replayed: Boolean(replay),
             groupContext: message.chatType === 'direct' ? undefined : this.groupContext.take(key),
             logger: logger.child({ sessionKey: key }),
             lendSlot: (work) => this.lanes.lend(work),
           });
           stopTyping();
-          for (const reply of result.replies) await this.deliver(message, reply, logger);
+          await this.deliverReplies(message, result.replies, logger, durable, replay?.sent ?? 0);
         } catch (error) {
           stopTyping();
           result = await this.handleFailure(message, key, correlationId, error, logger);
@@ -350,15 +350,29 @@ export class Gateway {
     return { ...base, replies: [reply], outcome: 'failed' };
   }
 
-  private async deliver(message: InboundMessage, reply: OutboundMessage, logger: Logger): Promise<void> {
+  /**
+   * Sends a turn's replies, journaling each one the platform accepted, so a replay after a stop sends only
+   * those it had not (a crash between the platform's acceptance and the journal line can still repeat one).
+   */
+  private async deliverReplies(message: InboundMessage, replies: readonly OutboundMessage[], logger: Logger, durable: boolean, alreadySent: number): Promise<void> {
+    if (alreadySent > 0) logger.info({ skipped: Math.min(alreadySent, replies.length) }, 'replay: replies the platform already has are not sent again');
+    for (let i = alreadySent; i < replies.length; i++) {
+      if (!(await this.deliver(message, replies[i] as OutboundMessage, logger))) continue;
+      if (durable) await this.options.inbox?.sent(message, i + 1).catch((err: unknown) => logger.warn({ err }, 'could not journal a sent reply'));
+    }
+  }
+
+  private async deliver(message: InboundMessage, reply: OutboundMessage, logger: Logger): Promise<boolean> {
     // Internal messages answer into the chat they name (a goal's chat, a spawning parent's chat), or nowhere.
     const target = message.channel === 'internal' ? message.internal?.deliverTo : targetOf(message);
     const adapter = target && this.adapterFor(target.channel, target.accountId);
-    if (!target || !adapter) return;
+    if (!target || !adapter) return false;
     try {
       await adapter.send(target, message.channel === 'internal' ? { ...reply, replyTo: undefined } : reply);
+      return true;
     } catch (error) {
       logger.error({ err: error }, 'reply could not be delivered');
+      return false;
     }
   }
 

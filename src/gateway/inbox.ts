@@ -11,9 +11,19 @@ export function deliveryKey(message: InboundMessage): string {
 }
 
 type Record =
-  | { op: 'in'; key: string; at: number; message: InboundMessage; correlationId: string }
+  | { op: 'in'; key: string; at: number; message: InboundMessage; correlationId: string; sent?: number }
   | { op: 'done'; key: string; at: number }
-  | { op: 'seen'; key: string; at: number };
+  | { op: 'seen'; key: string; at: number }
+  /** How many of the message's replies the platform has accepted so far. */
+  | { op: 'sent'; key: string; at: number; count: number };
+
+/** A message accepted but not finished, as replayed at start. */
+export interface PendingMessage {
+  message: InboundMessage;
+  correlationId: string;
+  /** Replies already delivered before the stop (a replay does not send them again). */
+  sent?: number;
+}
 
 /** Options of {@link Inbox}. */
 export interface InboxOptions {
@@ -35,7 +45,7 @@ export interface InboxOptions {
 export class Inbox {
   private readonly options: InboxOptions;
   private readonly seen = new Map<string, number>();
-  private readonly pending = new Map<string, { message: InboundMessage; correlationId: string }>();
+  private readonly pending = new Map<string, PendingMessage>();
   private readonly claimed = new Set<string>();
   private out?: AppendOnlyFile;
   private appendsSinceCompaction = 0;
@@ -45,7 +55,7 @@ export class Inbox {
   }
 
   /** Reads the journal, keeps what is pending and recent, and rewrites it compacted. Returns the pending messages. */
-  open(): { message: InboundMessage; correlationId: string }[] {
+  open(): PendingMessage[] {
     const { file } = this.options;
     mkdirSync(path.dirname(file), { recursive: true });
     if (existsSync(file)) {
@@ -95,6 +105,14 @@ export class Inbox {
     await this.write(record);
   }
 
+  /** Records that the first `count` replies of a pending message reached the platform. */
+  async sent(message: InboundMessage, count: number): Promise<void> {
+    const record: Record = { op: 'sent', key: deliveryKey(message), at: this.options.clock.now(), count };
+    if (!this.pending.has(record.key)) return;
+    this.apply(record);
+    await this.write(record);
+  }
+
   /** Marks a message answered (or given up on). */
   async done(message: InboundMessage): Promise<void> {
     const record: Record = { op: 'done', key: deliveryKey(message), at: this.options.clock.now() };
@@ -129,7 +147,10 @@ export class Inbox {
   private apply(record: Record): void {
     this.claimed.delete(record.key);
     if (record.op === 'in') {
-      this.pending.set(record.key, { message: record.message, correlationId: record.correlationId });
+      this.pending.set(record.key, { message: record.message, correlationId: record.correlationId, ...(record.sent ? { sent: record.sent } : {}) });
+    } else if (record.op === 'sent') {
+      const pending = this.pending.get(record.key);
+      if (pending) pending.sent = Math.max(pending.sent ?? 0, record.count);
     } else {
       this.pending.delete(record.key);
       this.seen.delete(record.key);
@@ -157,7 +178,7 @@ export class Inbox {
     this.trimSeen();
     const lines: string[] = [];
     for (const [key, at] of this.seen) lines.push(JSON.stringify({ op: 'seen', key, at }));
-    for (const [key, p] of this.pending) lines.push(JSON.stringify({ op: 'in', key, at: p.message.receivedAt, message: p.message, correlationId: p.correlationId }));
+    for (const [key, p] of this.pending) lines.push(JSON.stringify({ op: 'in', key, at: p.message.receivedAt, message: p.message, correlationId: p.correlationId, ...(p.sent ? { sent: p.sent } : {}) }));
     const tmp = `${this.options.file}.tmp`;
     this.out?.close();
     this.out = undefined;
