@@ -1,7 +1,7 @@
 // `npm run bench`: measures the gateway against the floor of this machine, each figure beside a baseline
 // measured in the same run. Prints a table and writes bench/results/latest.json. Asserts nothing.
 //   BENCH_QUICK=1         smaller sizes (a quick look, not the reported figures)
-//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, store, startup, memory, context)
+//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, store, startup, ledger, memory, context)
 // Memory runs first, while the process heap holds nothing else.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -10,12 +10,13 @@ import { startFakeLlmProcess } from './child.ts';
 import { runE2eBench } from './e2e-bench.ts';
 import { runMemoryBench } from './memory-bench.ts';
 import { runStartupBench } from './startup-bench.ts';
+import { runLedgerBench } from './ledger-bench.ts';
 import { runStoreBench } from './store-bench.ts';
 import { runToolBench } from './tool-bench.ts';
 import { runMcpBench } from './mcp-bench.ts';
 
 const quick = process.env.BENCH_QUICK === '1';
-const only = new Set((process.env.BENCH_ONLY ?? 'e2e,tools,mcp,store,startup,memory,context').split(',').map((s) => s.trim()));
+const only = new Set((process.env.BENCH_ONLY ?? 'e2e,tools,mcp,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
 const root = path.resolve(import.meta.dirname, '..');
 const work = path.join(os.tmpdir(), `switchboard-bench-${process.pid}`);
 
@@ -81,6 +82,14 @@ async function main(): Promise<void> {
       const startup = await runStartupBench({ dir: work, stored: quick ? 10_000 : 100_000, runs: quick ? 2 : 5 });
       results.startup = startup;
       table('3a. Start-up: spawn → /healthz answering (compiled build; from source through tsx for comparison)', [{ 'stored sessions': startup.storedSessions, 'empty ms': startup.emptyMs, 'with sessions ms': startup.withSessionsMs, ratio: startup.ratio, 'from source ms': startup.fromSourceWithSessionsMs }]);
+    }
+    if (only.has('ledger')) {
+      const ledger = await runLedgerBench({ dir: work, records: quick ? 30_000 : 300_000, runs: quick ? 2 : 5 });
+      results.ledger = ledger;
+      table('3c. Start-up with a token ledger: spawn → /healthz (compiled), empty vs the ledger (snapshot since the first start), and reads once running', [{
+        records: ledger.records, 'ledger MB': ledger.ledgerMB, 'empty ms': ledger.emptyMs, 'with ledger ms': ledger.withLedgerMs, ratio: ledger.ratio,
+        'first start ms': ledger.firstStartMs, 'first /usage wait ms': ledger.firstUsageWaitMs, '/usage ms': ledger.usageMs, 'rare key timeline ms': ledger.rareTimelineMs,
+      }]);
     }
     if (only.has('context')) {
       const context = await import('./context-bench.ts').then((m: { runContextBench?: (o?: { quick?: boolean }) => Promise<Record<string, unknown>> }) => m.runContextBench?.({ quick }), () => undefined);

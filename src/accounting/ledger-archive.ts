@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { createGzip, gunzip } from 'node:zlib';
@@ -83,12 +84,59 @@ export async function readArchive(dir: string, archive: LedgerArchive): Promise<
   return archive.compressed ? gunzipAsync(raw) : raw;
 }
 
-/** Removes leftovers of a compression cut short (`.gz.tmp`). */
+/** Removes leftovers of a compression or a split cut short (`.gz.tmp`, `.part`). */
 export async function removePartials(activeFile: string): Promise<void> {
   const dir = path.dirname(activeFile);
   const prefix = `${baseOf(activeFile)}.`;
   const names = await readdir(dir).catch(() => [] as string[]);
-  await Promise.all(names.filter((n) => n.startsWith(prefix) && n.endsWith('.jsonl.gz.tmp')).map((n) => rm(path.join(dir, n), { force: true })));
+  const partial = (n: string) => n.startsWith(prefix) && (n.endsWith('.jsonl.gz.tmp') || n.endsWith('.jsonl.part'));
+  await Promise.all(names.filter(partial).map((n) => rm(path.join(dir, n), { force: true })));
+}
+
+const SESSION_KEY = /"sessionKey":("(?:[^"\\]|\\.)*")/;
+
+/**
+ * Splits an oversized ledger file (one written before rotation existed) into archives of about `partBytes`
+ * each, at line ends, with their key filters: `.part` files first, renamed once all are whole, so a crash
+ * leaves either the original alone or the original and every part (the next start then reads the files
+ * again from scratch). Returns the archives, oldest first; the caller removes the original.
+ */
+export async function splitIntoArchives(file: string, at: number, partBytes: number, taken: ReadonlySet<string>): Promise<{ archive: LedgerArchive; keys: KeyFilter }[]> {
+  const dir = path.dirname(file);
+  const parts: { archive: LedgerArchive; keys: KeyFilter; partial: string }[] = [];
+  let out: ReturnType<typeof createWriteStream> | undefined;
+  let bytes = 0;
+  const finish = async () => {
+    if (!out) return;
+    const stream = out;
+    out = undefined;
+    await new Promise<void>((resolve, reject) => stream.end((error?: Error | null) => (error ? reject(error) : resolve())));
+  };
+  const input = createReadStream(file, { encoding: 'utf8' });
+  for await (const line of createInterface({ input, crlfDelay: Infinity })) {
+    if (!line.trim()) continue;
+    if (!out || bytes >= partBytes) {
+      await finish();
+      const base = archiveName(file, at, new Set([...taken, ...parts.map((p) => p.archive.name)]));
+      const name = base.replace(/\.jsonl$/, `-p${String(parts.length + 1).padStart(3, '0')}.jsonl`);
+      const partial = path.join(dir, `${name}.part`);
+      out = createWriteStream(partial);
+      parts.push({ archive: { name, rotatedAt: at, compressed: false }, keys: new KeyFilter(), partial });
+      bytes = 0;
+    }
+    const key = SESSION_KEY.exec(line)?.[1];
+    if (key) {
+      try {
+        parts[parts.length - 1]!.keys.add(JSON.parse(key) as string);
+      } catch { /* not a record: copied as it is */ }
+    }
+    const text = `${line}\n`;
+    bytes += Buffer.byteLength(text);
+    if (!out.write(text)) await new Promise<void>((resolve) => out!.once('drain', () => resolve()));
+  }
+  await finish();
+  for (const part of parts) await rename(part.partial, path.join(dir, part.archive.name));
+  return parts.map(({ archive, keys }) => ({ archive, keys }));
 }
 
 const BLOOM_BITS = 65_536;

@@ -20,6 +20,8 @@ export interface LedgerHistoryOptions {
   snapshotEvery?: number;
   /** A tail up to this size is read before start-up goes on; a longer one in the background. Default 4 MiB. */
   inlineBytes?: number;
+  /** How long after start-up the background read begins (default 300 ms). */
+  backgroundDelayMs?: number;
 }
 
 /** Totals, sums and recent calls being built from records, before they join the live ones. */
@@ -73,13 +75,16 @@ export class LedgerHistory {
       if (count) logger.debug({ records: count, ms: Date.now() - started, fromSnapshot: Boolean(snapshot) }, 'token ledger read back');
       this.sinceSnapshot = count;
       if (count || !snapshot) await this.save();
+      ledger.resumeRotation(); // rotates now when the file is due (an old one, a new day)
       return;
     }
     // Long history to read: the gateway starts now; the history joins the live figures once read.
     this.complete = false;
     ledger.holdRotation();
     logger.info({ archives: archives.length, bytes: end - start }, 'reading the token ledger history in the background; /usage waits for it');
-    this.ready = this.readInBackground(snapshot, archives, start, end, started).finally(() => ledger.resumeRotation());
+    // Begins once start-up is through (the server listening), so it does not slow that down either.
+    const begin = new Promise<void>((resolve) => setTimeout(resolve, this.options.backgroundDelayMs ?? 300));
+    this.ready = begin.then(() => this.readInBackground(snapshot, archives, start, end, started)).finally(() => ledger.resumeRotation());
     this.ready.catch((err: unknown) => logger.error({ err }, 'could not read the token ledger history; totals start from here'));
   }
 

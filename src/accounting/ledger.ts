@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { AppendOnlyFile } from '../core/append-only-file.ts';
 import type { Logger } from '../core/logger.ts';
 import {
-  archiveName, compressArchive, KeyFilter, listArchives, readArchive, removePartials, type LedgerArchive,
+  archiveName, compressArchive, KeyFilter, listArchives, readArchive, removePartials, splitIntoArchives, type LedgerArchive,
 } from './ledger-archive.ts';
 import { parseLedgerLine, type LedgerRecord } from './ledger-record.ts';
 
@@ -88,6 +88,7 @@ export class TokenLedger {
   private rotationHeld = false;
   private rotationRetryAt = 0;
   private readonly background = new Set<Promise<unknown>>();
+  private compressing: Promise<unknown> = Promise.resolve();
 
   constructor(options: TokenLedgerOptions) {
     this.file = options.file;
@@ -352,27 +353,41 @@ export class TokenLedger {
     if (!this.pending.length) this.onSettled?.();
   }
 
-  /** Renames the active file to an archive, starts a new one, compresses the archive in the background. */
+  /**
+   * Renames the active file to an archive, starts a new one, compresses the archive in the background. A file
+   * far over the size (written before rotation existed) is split into archives of the usual size first, so
+   * that a timeline never has to read one huge archive.
+   */
   private async rotate(): Promise<void> {
     const at = this.now();
     this.out.close();
-    const name = archiveName(this.file, at, new Set(this.archives.map((a) => a.name)));
-    await rename(this.file, path.join(this.dir, name));
-    const archive: ArchiveEntry = { name, rotatedAt: at, compressed: false, keys: this.activeKeys };
-    this.archives.push(archive);
+    const taken = new Set(this.archives.map((a) => a.name));
+    let added: ArchiveEntry[];
+    if (this.written > 2 * this.rotation.maxFileBytes) {
+      added = (await splitIntoArchives(this.file, at, this.rotation.maxFileBytes, taken)).map(({ archive, keys }) => ({ ...archive, keys }));
+      await rm(this.file, { force: true });
+    } else {
+      const name = archiveName(this.file, at, taken);
+      await rename(this.file, path.join(this.dir, name));
+      added = [{ name, rotatedAt: at, compressed: false, keys: this.activeKeys }];
+    }
+    this.archives.push(...added);
     this.activeKeys = new KeyFilter();
     this.activeSince = undefined;
     this.written = 0;
     this.tail = Buffer.alloc(0);
     this.prefix = '';
     this.rotations++;
-    this.logger.info({ archive: name }, 'token ledger rotated');
-    this.compressInBackground(archive);
+    this.out.append(''); // the active file exists again at once, for whoever follows it
+    this.logger.info({ archives: added.map((a) => a.name) }, 'token ledger rotated');
+    for (const archive of added) this.compressInBackground(archive);
     await this.applyRetention();
   }
 
+  /** Compressions run one after another (each streams on the thread pool), so a split never floods the CPU. */
   private compressInBackground(archive: ArchiveEntry): void {
-    const work = compressArchive(this.dir, archive.name)
+    const previous = this.compressing;
+    const work = previous.then(() => compressArchive(this.dir, archive.name))
       .then((compressed) => {
         archive.name = compressed;
         archive.compressed = true;
@@ -380,6 +395,7 @@ export class TokenLedger {
       .catch((err: unknown) => this.logger.warn({ err, archive: archive.name }, 'could not compress a token ledger archive; it stays uncompressed'))
       .finally(() => this.background.delete(work));
     this.background.add(work);
+    this.compressing = work;
   }
 
   private async applyRetention(): Promise<void> {

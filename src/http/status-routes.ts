@@ -25,10 +25,22 @@ export function mountStatusRoutes(deps: StatusRouteDeps): (app: HttpApp) => void
   const { accounting } = deps;
   return (app) => {
     app.get('/status', async (c) => c.json(await deps.status()));
-    app.get('/usage', (c) => c.json(accounting.totals.snapshot()));
-    app.get('/metrics', async (c) => c.body(await accounting.metrics.text(), 200, { 'content-type': accounting.metrics.contentType }));
-    app.get('/metrics/providers', (c) => c.json(accounting.providers.usage()));
-    app.get('/admin/providers', (c) => {
+    // Figures derived from the ledger wait for its history when that is still being read (first start on an old ledger).
+    const counted = () => accounting.ready.catch(() => undefined);
+    app.get('/usage', async (c) => {
+      await counted();
+      return c.json(accounting.totals.snapshot());
+    });
+    app.get('/metrics', async (c) => {
+      await counted();
+      return c.body(await accounting.metrics.text(), 200, { 'content-type': accounting.metrics.contentType });
+    });
+    app.get('/metrics/providers', async (c) => {
+      await counted();
+      return c.json(accounting.providers.usage());
+    });
+    app.get('/admin/providers', async (c) => {
+      await counted();
       const limit = limitParam(c.req.query('limit'), 256, 256);
       return c.json({ usage: accounting.providers.usage(), recentTurns: accounting.providers.recent(limit) });
     });
@@ -43,7 +55,7 @@ export function mountStatusRoutes(deps: StatusRouteDeps): (app: HttpApp) => void
       const limit = limitParam(c.req.query('limit'), 100, 1000);
       const entry = await deps.sessionEntry(key);
       // Newest first from the file's end, then oldest first for the timeline.
-      const turns = (await accounting.ledger.readBackwards((r) => r.sessionKey === key, limit, { contains: `"sessionKey":${JSON.stringify(key)}` })).reverse();
+      const turns = (await accounting.ledger.readBackwards((r) => r.sessionKey === key, limit, { contains: `"sessionKey":${JSON.stringify(key)}`, sessionKey: key })).reverse();
       if (!entry && turns.length === 0) throw new NotFoundError(`No session ${key}.`, 'session_not_found');
       return c.json({ sessionKey: key, sessionId: entry?.sessionId ?? turns[turns.length - 1]?.sessionId, turns });
     });
