@@ -3,7 +3,7 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Accounting, ledgerPath } from '../../src/accounting/accounting.ts';
-import { TokenLedger } from '../../src/accounting/ledger.ts';
+import { TokenLedger, type LedgerRotation } from '../../src/accounting/ledger.ts';
 import { recordTotal, type LedgerRecord } from '../../src/accounting/ledger-record.ts';
 import { snapshotPath } from '../../src/accounting/ledger-snapshot.ts';
 import { silentLogger } from '../../src/core/logger.ts';
@@ -54,7 +54,7 @@ describe('token ledger rotation, archives and snapshot', () => {
     tmp.remove();
   });
 
-  const start = async (ledger = { rotate: 'size' as const, maxFileBytes: 20_000, retentionDays: 0 }) => {
+  const start = async (ledger: LedgerRotation = { rotate: 'size', maxFileBytes: 20_000, retentionDays: 0 }) => {
     const accounting = new Accounting({ stateDir, logger: silentLogger(), startedAt: T0, metrics: sources, ledger, now: () => now });
     opened.push(accounting);
     await accounting.open();
