@@ -416,7 +416,10 @@ export class AgentRuntime {
   async historyOf(session: ActiveSession): Promise<TranscriptEntry[]> {
     const ephemeral = this.ephemeralHistories.get(session);
     if (ephemeral) return ephemeral.slice();
-    return session.entry.messageCount === 0 ? [] : this.options.transcripts.read(session.entry.sessionId);
+    const entries = await this.options.transcripts.read(session.entry.sessionId);
+    // A crash can leave the entry behind its transcript (the entry is saved after the append): the file wins.
+    if (session.entry.messageCount === 0 && entries.length) session.entry.messageCount = entries.filter((e) => e.type === 'message').length;
+    return entries;
   }
 
   /** Appends to the current session's transcript. */

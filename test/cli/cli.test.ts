@@ -1,31 +1,16 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { PairingStore } from '../../src/routing/pairing.ts';
 import { tempDir } from '../helpers/gateway.ts';
+import { bin, cleanEnv as baseEnv, startProcess as startGatewayProcess } from '../helpers/process.ts';
 
-const bin = path.resolve(import.meta.dirname, '../../bin/switchboard.mjs');
 const run = promisify(execFile);
-const cleanEnv = (dir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, HOME: dir, SWITCHBOARD_LOG_LEVEL: 'info', ...extra });
+const cleanEnv = (dir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => baseEnv(dir, { SWITCHBOARD_LOG_LEVEL: 'info', ...extra });
+const startProcess = (dir: string, env: NodeJS.ProcessEnv = {}) => startGatewayProcess(dir, { SWITCHBOARD_LOG_LEVEL: 'info', ...env });
 
-/** Starts `switchboard start` as a real process and resolves with its URL once it listens. */
-function startProcess(dir: string, env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, [bin, 'start'], { cwd: dir, env: cleanEnv(dir, { SWITCHBOARD_PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines: string[] = [];
-  const url = new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      lines.push(line);
-      const parsed = JSON.parse(line) as { msg?: string; url?: string };
-      if (parsed.msg === 'Switchboard is running' && parsed.url) resolve(parsed.url);
-    });
-    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${lines.join('\n')}`)));
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, url, lines, exited };
-}
 
 describe('switchboard command line', () => {
   let tmp: ReturnType<typeof tempDir>;

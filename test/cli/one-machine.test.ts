@@ -1,17 +1,15 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeTelegram } from '../fakes/fake-telegram.ts';
 import { tempDir } from '../helpers/gateway.ts';
+import { bin, cleanEnv, startProcess } from '../helpers/process.ts';
 
-const bin = path.resolve(import.meta.dirname, '../../bin/switchboard.mjs');
 const execFileP = promisify(execFile);
-const cleanEnv = (dir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, HOME: dir, ...extra });
 
 /** Runs `switchboard <args>` to the end; resolves with its exit code and output (stdin optional). */
 function run(dir: string, args: string[], env: NodeJS.ProcessEnv = {}, input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -23,21 +21,6 @@ function run(dir: string, args: string[], env: NodeJS.ProcessEnv = {}, input?: s
   });
 }
 
-/** `switchboard start` as a real process; resolves `url` once it logs that it runs. */
-function startProcess(dir: string, env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, [bin, 'start'], { cwd: dir, env: cleanEnv(dir, { SWITCHBOARD_PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines: string[] = [];
-  const url = new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      lines.push(line);
-      const parsed = JSON.parse(line) as { msg?: string; url?: string };
-      if (parsed.msg === 'Switchboard is running' && parsed.url) resolve(parsed.url);
-    });
-    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${lines.join('\n')}`)));
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, url, lines, exited };
-}
 
 const closedPort = async () => {
   const s = createServer();

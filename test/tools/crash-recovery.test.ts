@@ -1,33 +1,14 @@
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TranscriptMessage } from '../../src/sessions/transcript.ts';
 import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { tempDir } from '../helpers/gateway.ts';
+import { startProcess as startGatewayProcess } from '../helpers/process.ts';
 
-const bin = path.resolve(import.meta.dirname, '../../bin/switchboard.mjs');
 
-/** `switchboard start` as a real process; resolves its URL once it listens. */
-function startProcess(dir: string) {
-  const child = spawn(process.execPath, [bin, 'start'], {
-    cwd: dir, env: { PATH: process.env.PATH, HOME: dir, SWITCHBOARD_PORT: '0', SWITCHBOARD_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: string[] = [];
-  const url = new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      lines.push(line);
-      try {
-        const parsed = JSON.parse(line) as { msg?: string; url?: string };
-        if (parsed.msg === 'Switchboard is running' && parsed.url) resolve(parsed.url);
-      } catch { /* not JSON */ }
-    });
-    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${lines.join('\n')}`)));
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return { child, url, lines, exited };
-}
+
+const startProcess = (dir: string) => startGatewayProcess(dir, { SWITCHBOARD_LOG_LEVEL: 'info' });
 
 const rounds = (r: RecordedRequest) => r.body.messages.filter((m) => m.role === 'assistant' && m.tool_calls?.length).length;
 const firstUser = (r: RecordedRequest) => userText(r.body.messages.find((m) => m.role === 'user')?.content);

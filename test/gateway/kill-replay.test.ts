@@ -1,0 +1,87 @@
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startFakeOpenAI, userText, type FakeOpenAI } from '../fakes/fake-openai.ts';
+import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
+import { tempDir } from '../helpers/gateway.ts';
+import { startProcess } from '../helpers/process.ts';
+import { dm } from '../channels/telegram/updates.ts';
+
+const users = [101, 102, 103, 104].map((id) => ({ id, is_bot: false, first_name: `U${id}` }));
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 6000 && !condition(); i++) await new Promise((r) => setTimeout(r, 5));
+  if (!condition()) throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('SIGKILL at awkward moments, then replay', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let openai: FakeOpenAI;
+  let telegram: FakeTelegram;
+  const procs: ReturnType<typeof startProcess>[] = [];
+  beforeEach(async () => {
+    tmp = tempDir();
+    openai = await startFakeOpenAI((r) => ({ content: `echo: ${userText(r.body.messages.at(-1)!.content)}`, usage: null }));
+    telegram = await startFakeTelegram();
+  });
+  afterEach(async () => {
+    for (const p of procs.splice(0)) { p.child.kill('SIGKILL'); await p.exited; }
+    await telegram.close();
+    await openai.close();
+    tmp.remove();
+  });
+
+  it('killed mid-turn and right after a reply: every message answered, no user entry twice, no orphan transcript, repeats only in the send window', async () => {
+    writeFileSync(path.join(tmp.dir, 'switchboard.json'), JSON.stringify({
+      providers: { default: { baseUrl: openai.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0 } },
+      channels: { telegram: { dmPolicy: 'open' } }, session: { dmScope: 'per-peer', reset: { mode: 'off' } },
+      agents: { defaults: { tools: { preset: 'none' } } },
+    }));
+    const env = { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot };
+    const texts: string[] = [];
+    let kills = 0;
+    // Each round: queue messages, then kill at a chosen moment (an LLM call in flight, or just after a reply went out).
+    const moments: (() => Promise<unknown>)[] = [
+      () => until(() => openai.requests.length >= 3, 'a third LLM call'),
+      () => telegram.waitFor('sendMessage', () => telegram.callsOf('sendMessage').length >= 5, 20_000),
+      () => until(() => openai.requests.length >= 9, 'a ninth LLM call'),
+    ];
+    for (const [round, moment] of moments.entries()) {
+      const proc = startProcess(tmp.dir, env);
+      procs.push(proc);
+      await proc.url;
+      for (const [i, from] of users.entries()) {
+        const text = `r${round} m${i}`;
+        texts.push(text);
+        telegram.pushUpdate(dm(text, { from }));
+      }
+      await moment();
+      proc.child.kill('SIGKILL');
+      await proc.exited;
+      kills++;
+    }
+    const last = startProcess(tmp.dir, env);
+    procs.push(last);
+    const url = await last.url;
+    const answered = () => new Set(telegram.callsOf('sendMessage').map((c) => String(c.body.text)));
+    await until(() => texts.every((t) => answered().has(`echo: ${t}`)), 'every message to be answered');
+
+    const sends = telegram.callsOf('sendMessage').map((c) => String(c.body.text));
+    const repeats = sends.length - new Set(sends).size;
+    expect(repeats).toBeLessThanOrEqual(kills);
+
+    const sessions = ((await (await fetch(`${url}/admin/sessions`)).json()) as { sessions: { key: string; sessionId: string }[] }).sessions;
+    expect(sessions).toHaveLength(users.length);
+    const folder = path.join(tmp.dir, 'data', 'agents', 'main', 'sessions');
+    const files = readdirSync(folder).filter((f) => f.endsWith('.jsonl'));
+    // No orphan: every transcript file is the current transcript of a session.
+    expect(files.sort()).toEqual(sessions.map((s) => `${s.sessionId}.jsonl`).sort());
+    for (const s of sessions) {
+      const file = path.join(folder, `${s.sessionId}.jsonl`);
+      expect(existsSync(file)).toBe(true);
+      const users = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { role?: string; sourceId?: string; content?: string }).filter((e) => e.role === 'user');
+      expect(new Set(users.map((u) => u.sourceId)).size).toBe(users.length);
+      expect(new Set(users.map((u) => u.content)).size).toBe(users.length);
+    }
+  }, 120_000);
+});
