@@ -37,6 +37,22 @@ describe('inbound text size and event-loop stalls', () => {
     tmp?.remove();
   });
 
+  /** Polls /healthz for a while with nothing else going on: the worst latency and delay the machine itself adds. */
+  async function idleFloor(): Promise<{ latency: number; delay: number }> {
+    const delay = monitorEventLoopDelay({ resolution: 1 });
+    delay.enable();
+    let latency = 0;
+    const until = performance.now() + 300;
+    while (performance.now() < until) {
+      const started = performance.now();
+      await (await fetch(`${gw.url}/healthz`)).arrayBuffer();
+      latency = Math.max(latency, performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    delay.disable();
+    return { latency, delay: delay.max / 1e6 };
+  }
+
   /** Sends one adversarial message and polls /healthz until it is answered: the worst latency and event-loop delay seen. */
   async function stallsWhileProcessing(seed: number): Promise<{ latency: number; delay: number; polls: number }> {
     const body = JSON.stringify({ user: `adversary-${seed}`, text: letters(100_000, seed) });
@@ -66,17 +82,20 @@ describe('inbound text size and event-loop stalls', () => {
     // Everything loaded and compiled once, as in a gateway that has run for a while.
     await post(`${gw.url}/webchat/messages`, { user: 'warmup', text: letters(20_000, 1) });
     // Before the fix one such message stalled everything for 5-15 s. The machine running the suite is shared
-    // (preemption shows up as delay too), so the best of three attempts must stay under the bound.
+    // (other processes on the same cores show up as delay too): the bound is 100 ms beyond what an idle
+    // gateway shows at the same time, best of three attempts.
     const attempts = [];
+    const over = (a: { latency: number; delay: number; floor: { latency: number; delay: number } }) => Math.max(a.latency - a.floor.latency, a.delay - a.floor.delay);
     for (const seed of [2, 3, 4]) {
-      const result = await stallsWhileProcessing(seed);
+      const floor = await idleFloor();
+      const result = { ...(await stallsWhileProcessing(seed)), floor };
       attempts.push(result);
       expect(result.polls).toBeGreaterThan(2);
-      if (result.latency < 100 && result.delay < 100) break;
+      if (over(result) < 100) break;
     }
-    const best = attempts.reduce((a, b) => (Math.max(a.latency, a.delay) <= Math.max(b.latency, b.delay) ? a : b));
-    expect(best.latency, JSON.stringify(attempts)).toBeLessThan(100);
-    expect(best.delay, JSON.stringify(attempts)).toBeLessThan(100);
+    const best = attempts.reduce((a, b) => (over(a) <= over(b) ? a : b));
+    expect(best.latency - best.floor.latency, JSON.stringify(attempts)).toBeLessThan(100);
+    expect(best.delay - best.floor.delay, JSON.stringify(attempts)).toBeLessThan(100);
   }, 60_000);
 
   it('refuses a web chat message over its limit with a 413 that says so, and answers the next one', async () => {
