@@ -85,3 +85,124 @@ describe('resolveResetPolicy', () => {
     expect(resolveResetPolicy(config, { channel: 'telegram', chatType: 'direct', isThread: false, timezone: 'Asia/Tokyo' }).timezone).toBe('Asia/Tokyo');
   });
 });
+
+describe('evaluateReset: the edges', () => {
+  const idle = (idleMinutes: number): ResetPolicy => ({ mode: 'idle', atHour: 4, idleMinutes });
+  it('idle: exactly the idle time is not yet stale, one millisecond more is', () => {
+    const last = at('2026-03-10T10:00:00Z');
+    expect(evaluateReset(idle(30), last, last + 30 * 60_000)).toBeUndefined();
+    expect(evaluateReset(idle(30), last, last + 30 * 60_000 + 1)).toBe('idle');
+  });
+
+  it('idle with idleMinutes 0 never expires, in idle or daily mode', () => {
+    expect(evaluateReset(idle(0), 0, at('2026-03-10T10:00:00Z'))).toBeUndefined();
+    expect(evaluateReset(daily(), at('2026-03-10T04:00:00Z'), at('2026-03-11T03:59:59Z'))).toBeUndefined();
+  });
+
+  it('daily: activity exactly at the boundary is fresh, one millisecond before it is stale', () => {
+    const boundary = at('2026-03-10T04:00:00Z');
+    expect(evaluateReset(daily(), boundary, boundary + 1)).toBeUndefined();
+    expect(evaluateReset(daily(), boundary - 1, boundary)).toBe('daily');
+    expect(evaluateReset(daily(), boundary - 1, boundary - 1)).toBeUndefined();
+  });
+
+  it('both expired at the same instant: idle is named', () => {
+    // Idle 60 min from 03:00 expires at 04:00, the daily boundary.
+    expect(evaluateReset(daily({ idleMinutes: 60 }), at('2026-03-10T03:00:00Z'), at('2026-03-10T05:00:00Z'))).toBe('idle');
+    expect(evaluateReset(daily({ idleMinutes: 61 }), at('2026-03-10T03:00:00Z'), at('2026-03-10T05:00:00Z'))).toBe('daily');
+  });
+
+  it('daily with idle: only the idle time expired (same day) → idle; nothing expired → fresh', () => {
+    expect(evaluateReset(daily({ idleMinutes: 10 }), at('2026-03-10T05:00:00Z'), at('2026-03-10T05:11:00Z'))).toBe('idle');
+    expect(evaluateReset(daily({ idleMinutes: 10 }), at('2026-03-10T05:00:00Z'), at('2026-03-10T05:09:00Z'))).toBeUndefined();
+  });
+});
+
+describe('expiresAt: every mode', () => {
+  it('idle mode: last activity + idle time, or never', () => {
+    expect(expiresAt({ mode: 'idle', atHour: 4, idleMinutes: 30 }, 1000)).toBe(1000 + 30 * 60_000);
+    expect(expiresAt({ mode: 'idle', atHour: 4, idleMinutes: 0 }, 1000)).toBe(Infinity);
+  });
+
+  it('daily without idle: the next boundary, strictly after the last activity', () => {
+    expect(expiresAt(daily(), at('2026-03-10T04:00:00Z'))).toBe(at('2026-03-11T04:00:00Z'));
+    expect(expiresAt(daily(), at('2026-03-10T03:59:59Z'))).toBe(at('2026-03-10T04:00:00Z'));
+    expect(expiresAt(daily({ timezone: 'Asia/Tokyo', atHour: 0 }), at('2026-03-10T16:00:00Z'))).toBe(at('2026-03-11T15:00:00Z'));
+  });
+});
+
+describe('lastDailyBoundary: the per-zone cache never answers for another zone, hour or day', () => {
+  it('interleaved zones and hours get their own boundaries', () => {
+    const now = at('2026-06-15T12:00:00Z');
+    const expected: [number, string | undefined, string][] = [
+      [4, 'UTC', '2026-06-15T04:00:00.000Z'],
+      [4, 'Asia/Tokyo', '2026-06-14T19:00:00.000Z'],
+      [4, 'America/Los_Angeles', '2026-06-15T11:00:00.000Z'],
+      [13, 'UTC', '2026-06-14T13:00:00.000Z'],
+      [0, 'UTC', '2026-06-15T00:00:00.000Z'],
+      [13, 'Asia/Tokyo', '2026-06-15T04:00:00.000Z'],
+    ];
+    for (let round = 0; round < 2; round++) {
+      for (const [hour, zone, iso] of expected) expect(new Date(lastDailyBoundary(now, hour, zone)).toISOString()).toBe(iso);
+    }
+  });
+
+  it('moving forward: the cached day ends exactly at the next boundary', () => {
+    const b = at('2026-06-15T04:00:00Z');
+    expect(lastDailyBoundary(b + 1000, 4, 'UTC')).toBe(b);
+    expect(lastDailyBoundary(b + 86_400_000 - 1, 4, 'UTC')).toBe(b);
+    expect(lastDailyBoundary(b + 86_400_000, 4, 'UTC')).toBe(b + 86_400_000);
+    expect(lastDailyBoundary(b + 86_400_000 + 5, 4, 'UTC')).toBe(b + 86_400_000);
+  });
+
+  it('moving backward (an old timestamp after a recent one) is not answered from the cache', () => {
+    const b = at('2026-06-15T04:00:00Z');
+    expect(lastDailyBoundary(b + 3_600_000, 4, 'Europe/Paris')).toBe(at('2026-06-15T02:00:00Z'));
+    const day = at('2026-06-20T02:00:00Z');
+    expect(lastDailyBoundary(day + 1, 4, 'Europe/Paris')).toBe(day);
+    expect(lastDailyBoundary(day - 1, 4, 'Europe/Paris')).toBe(day - 86_400_000);
+    expect(lastDailyBoundary(at('2026-06-15T01:59:59Z'), 4, 'Europe/Paris')).toBe(at('2026-06-14T02:00:00Z'));
+  });
+
+  it('the host zone (no time zone) is cached apart from UTC', () => {
+    const now = at('2026-06-15T12:00:00Z');
+    const host = lastDailyBoundary(now, 4);
+    const utc = lastDailyBoundary(now, 4, 'UTC');
+    expect(lastDailyBoundary(now, 4)).toBe(host);
+    expect(utc).toBe(at('2026-06-15T04:00:00Z'));
+    expect(host).toBeLessThanOrEqual(now);
+    expect(now - host).toBeLessThan(86_400_000 + 3_600_000);
+  });
+
+  it('stays right when many zones and hours are asked (the cache is bounded)', () => {
+    const now = at('2026-06-15T12:00:00Z');
+    for (let hour = 0; hour < 24; hour++) {
+      for (const zone of ['UTC', 'Asia/Kolkata', 'America/New_York', 'Australia/Adelaide', 'Pacific/Chatham', 'Europe/London', 'Africa/Cairo', 'Asia/Kathmandu', 'America/St_Johns', 'Pacific/Kiritimati', 'Etc/GMT+12', 'Asia/Tehran']) {
+        const b = lastDailyBoundary(now, hour, zone);
+        expect(b).toBeLessThanOrEqual(now);
+        expect(now - b).toBeLessThan(86_400_000);
+      }
+    }
+    expect(lastDailyBoundary(now, 4, 'Asia/Kolkata')).toBe(at('2026-06-14T22:30:00Z'));
+  });
+});
+
+describe('resolveResetPolicy: each field of a patch', () => {
+  const none = { reset: {}, resetByType: {}, resetByChannel: {} };
+  it('without any configuration: daily at 04:00, no idle, host zone', () => {
+    expect(resolveResetPolicy(none, { channel: 'telegram', chatType: 'direct', isThread: false })).toEqual({ mode: 'daily', atHour: 4, idleMinutes: 0 });
+  });
+
+  it('each field overrides alone; direct and group types are told apart', () => {
+    const config = { reset: { atHour: 7 }, resetByType: { direct: { idleMinutes: 15 }, group: { timezone: 'Asia/Tokyo' } }, resetByChannel: {} };
+    expect(resolveResetPolicy(config, { channel: 'slack', chatType: 'direct', isThread: false })).toEqual({ mode: 'daily', atHour: 7, idleMinutes: 15 });
+    expect(resolveResetPolicy(config, { channel: 'slack', chatType: 'channel', isThread: false })).toEqual({ mode: 'daily', atHour: 7, idleMinutes: 0, timezone: 'Asia/Tokyo' });
+    expect(resolveResetPolicy(config, { channel: 'telegram', chatType: 'group', isThread: false })).toEqual({ mode: 'daily', atHour: 7, idleMinutes: 0, timezone: 'Asia/Tokyo' });
+  });
+
+  it('resetByChannel is merged over the built-in defaults only, not over reset', () => {
+    const config = { reset: { atHour: 7, idleMinutes: 5 }, resetByType: {}, resetByChannel: { slack: { atHour: 9 } } };
+    expect(resolveResetPolicy(config, { channel: 'slack', chatType: 'direct', isThread: false })).toEqual({ mode: 'daily', atHour: 9, idleMinutes: 0 });
+    expect(resolveResetPolicy(config, { channel: 'discord', chatType: 'direct', isThread: false })).toEqual({ mode: 'daily', atHour: 7, idleMinutes: 5 });
+  });
+});
