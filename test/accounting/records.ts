@@ -1,5 +1,5 @@
 import type { LlmCallEvent } from '../../src/agent/turn-events.ts';
-import { ledgerRecordOf, type LedgerRecord } from '../../src/accounting/ledger-record.ts';
+import type { LedgerRecord } from '../../src/accounting/ledger-record.ts';
 
 /** An LLM call event with sensible defaults. */
 export function llmCall(over: Partial<LlmCallEvent> = {}): LlmCallEvent {
@@ -13,8 +13,22 @@ export function llmCall(over: Partial<LlmCallEvent> = {}): LlmCallEvent {
   };
 }
 
+/**
+ * The ledger record of `llmCall(over)`, written out by hand (not with the production mapper, so that tests
+ * reading records back do not share its mistakes; `ledger-record.test.ts` checks the mapper against literals).
+ */
 export function record(over: Partial<LlmCallEvent> = {}): LedgerRecord {
-  return ledgerRecordOf(llmCall(over));
+  const e = llmCall(over);
+  const c = e.estimatedInputTokensByComponent;
+  return {
+    correlationId: e.correlationId, sessionKey: e.sessionKey, sessionId: e.sessionId, channel: e.channel, agentId: e.agentId,
+    providerId: e.providerId, modelId: e.modelId,
+    inputTokens: e.usage.inputTokens, outputTokens: e.usage.outputTokens, cacheReadTokens: e.usage.cacheReadTokens, cacheWriteTokens: e.usage.cacheWriteTokens,
+    estimatedInputTokensByComponent: { system: c.system, bootstrap: c.bootstrap, tools: c.tools, history: c.history, toolResults: c.toolResults, userInput: c.userInput },
+    isEstimated: e.isEstimated, kind: e.kind, timestamp: new Date(e.at).toISOString(),
+    ...(e.parentCorrelationId ? { parentCorrelationId: e.parentCorrelationId } : {}),
+    ...(e.toolCalls?.length ? { toolCalls: e.toolCalls } : {}),
+  };
 }
 
 /** The field names of a ledger record, as SPEC §4 lists them. */

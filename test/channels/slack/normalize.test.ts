@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { normalizeSlackEvent, slackToPlainText, tsOfMessageId, type NormalizeInput, type SlackMessageEvent } from '../../../channels/slack/normalize.ts';
-import { signSlackRequest, verifySlackSignature } from '../../../channels/slack/signature.ts';
 
 const bot = { userId: 'UBOT', botId: 'BBOT', teamId: 'T1' };
 const input = (event: Partial<SlackMessageEvent>, extra: Partial<NormalizeInput> = {}): NormalizeInput => ({
@@ -80,25 +79,5 @@ describe('normalizeSlackEvent', () => {
   it('reads the ts back out of a message id', () => {
     expect(tsOfMessageId('C1:1700000000.000100')).toBe('1700000000.000100');
     expect(tsOfMessageId('webchat-id')).toBeUndefined();
-  });
-});
-
-describe('verifySlackSignature', () => {
-  const secret = 'shhh-secret';
-  const now = 1_700_000_000_000;
-  const ts = String(now / 1000);
-  const body = '{"type":"event_callback"}';
-
-  it('accepts a body signed with the secret within 5 minutes', () => {
-    expect(verifySlackSignature({ signingSecret: secret, rawBody: body, timestamp: ts, signature: signSlackRequest(secret, ts, body), nowMs: now + 299_000 })).toEqual({ ok: true });
-  });
-
-  it('refuses a wrong secret, a changed body, a stale or future timestamp and missing headers', () => {
-    const good = signSlackRequest(secret, ts, body);
-    expect(verifySlackSignature({ signingSecret: secret, rawBody: body, timestamp: ts, signature: signSlackRequest('other', ts, body), nowMs: now })).toMatchObject({ reason: 'bad signature' });
-    expect(verifySlackSignature({ signingSecret: secret, rawBody: `${body} `, timestamp: ts, signature: good, nowMs: now })).toMatchObject({ reason: 'bad signature' });
-    expect(verifySlackSignature({ signingSecret: secret, rawBody: body, timestamp: ts, signature: good, nowMs: now + 301_000 })).toMatchObject({ reason: 'stale timestamp' });
-    expect(verifySlackSignature({ signingSecret: secret, rawBody: body, timestamp: ts, signature: good, nowMs: now - 301_000 })).toMatchObject({ reason: 'stale timestamp' });
-    expect(verifySlackSignature({ signingSecret: secret, rawBody: body, timestamp: null, signature: good, nowMs: now })).toMatchObject({ reason: 'missing headers' });
   });
 });
