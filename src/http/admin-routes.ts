@@ -28,7 +28,8 @@ export function presentEntry(entry: SessionEntry, active: boolean, budget = 0): 
   return { ...entry, active, totalTokens: totalTokens(entry.tokens), ...(budget ? { tokenBudget: { used, budget } } : {}) };
 }
 
-function keyParam(raw: string): string {
+/** A `:key` path parameter as a canonical session key; anything else is a 400 that says what a key looks like. */
+export function keyParam(raw: string): string {
   try {
     return parseSessionKey(raw).key;
   } catch {

@@ -1,5 +1,5 @@
-import { BadRequestError, NotFoundError } from '../core/errors.ts';
-import { parseSessionKey } from '../routing/session-key.ts';
+import { NotFoundError } from '../core/errors.ts';
+import { keyParam } from './admin-routes.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
 import type { HttpApp } from './app.ts';
 
@@ -28,13 +28,7 @@ export function mountRunRoutes(deps: RunRouteDeps): (app: HttpApp) => void {
       return c.json({ runs });
     });
     app.post('/admin/sessions/:key/stop', async (c) => {
-      const raw = c.req.param('key');
-      let key: string;
-      try {
-        key = parseSessionKey(raw).key;
-      } catch {
-        throw new BadRequestError(`"${raw}" is not a session key (expected agent:<agentId>:...).`, 'invalid_session_key');
-      }
+      const key = keyParam(c.req.param('key'));
       const result = await deps.stop(key);
       if (!result) throw new NotFoundError(`No session ${key}.`, 'session_not_found');
       return c.json({ sessionKey: key, stopped: result.stopped, runState: result.entry.runState, ...(result.entry.goal ? { goal: result.entry.goal } : {}) });

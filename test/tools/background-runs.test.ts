@@ -1,26 +1,18 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
-import type { SessionEntry } from '../../src/sessions/entry.ts';
-import type { TranscriptMessage } from '../../src/sessions/transcript.ts';
 import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
 import { sentTo } from '../channels/telegram/harness.ts';
 import { dm } from '../channels/telegram/updates.ts';
 import { testConfig, tempDir } from '../helpers/gateway.ts';
+import { gatewayHttp } from '../helpers/gateway-http.ts';
+import { until } from '../helpers/wait.ts';
 
 const toolRounds = (r: RecordedRequest) => r.body.messages.filter((m) => m.role === 'assistant' && m.tool_calls?.length).length;
 const lastUser = (r: RecordedRequest) => userText([...r.body.messages].reverse().find((m) => m.role === 'user')?.content);
 const search = (n: number): FakeReply => ({ toolCalls: [{ id: `t${n}`, name: 'memory_search', arguments: '{"query":"anything"}' }], usage: { prompt_tokens: 20, completion_tokens: 2 } });
 
-async function until<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string): Promise<T> {
-  for (let i = 0; i < 3000; i++) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value as T;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('background runs', () => {
   let fake: FakeOpenAI;
@@ -51,17 +43,9 @@ describe('background runs', () => {
     });
     return gw;
   };
-  const webchat = async (user: string, text: string) => {
-    const response = await fetch(`${gw!.url}/webchat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user, text }) });
-    return ((await response.json()) as { reply: string }).reply;
-  };
-  const entry = async (key: string) => (await (await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent(key)}`)).json()) as SessionEntry;
-  const transcript = async (key: string) => ((await (await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent(key)}/history`)).json()) as { entries: TranscriptMessage[] }).entries;
-  const metric = async (line: string) => {
-    const text = await (await fetch(`${gw!.url}/metrics`)).text();
-    const found = text.split('\n').find((l) => l.startsWith(line));
-    return found ? Number(found.slice(line.length).trim()) : 0;
-  };
+  const http = gatewayHttp(() => gw!.url!);
+  const { entry, metric, history: transcript } = http;
+  const webchat = (user: string, text: string) => http.say(user, text);
 
   it('a goal needing 25 LLM calls at 5 per batch runs as 5 batches, the last 4 in the background, and ends completed', async () => {
     fake.fallback = (r) => (toolRounds(r) < 24 ? search(toolRounds(r)) : { content: 'goal reached: 24 searches', usage: { prompt_tokens: 20, completion_tokens: 4 } });

@@ -2,25 +2,18 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
-import type { SessionEntry } from '../../src/sessions/entry.ts';
 import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
 import { sentTo } from '../channels/telegram/harness.ts';
 import { dm } from '../channels/telegram/updates.ts';
 import { testConfig, tempDir } from '../helpers/gateway.ts';
+import { gatewayHttp } from '../helpers/gateway-http.ts';
+import { until } from '../helpers/wait.ts';
 
 const lastUser = (r: RecordedRequest) => userText([...r.body.messages].reverse().find((m) => m.role === 'user')?.content);
 const rounds = (r: RecordedRequest) => r.body.messages.filter((m) => m.role === 'assistant' && m.tool_calls?.length).length;
 const search = (n: number): FakeReply => ({ toolCalls: [{ id: `t${n}`, name: 'memory_search', arguments: '{"query":"x"}' }], usage: { prompt_tokens: 30, completion_tokens: 10 } });
 
-async function until<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string): Promise<T> {
-  for (let i = 0; i < 3000; i++) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value as T;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('budgets and rate limits', () => {
   let fake: FakeOpenAI;
@@ -53,14 +46,9 @@ describe('budgets and rate limits', () => {
     });
     return gw;
   };
-  const webchat = async (user: string, text: string) => fetch(`${gw!.url}/webchat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user, text }) });
-  const reply = async (user: string, text: string) => ((await (await webchat(user, text)).json()) as { reply: string }).reply;
-  const entry = async (key: string) => (await (await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent(key)}`)).json()) as SessionEntry & { tokenBudget?: { used: number; budget: number } };
-  const metric = async (line: string) => {
-    const text = await (await fetch(`${gw!.url}/metrics`)).text();
-    const found = text.split('\n').find((l) => l.startsWith(line));
-    return found ? Number(found.slice(line.length).trim()) : 0;
-  };
+  const http = gatewayHttp(() => gw!.url!);
+  const { webchat, entry, metric } = http;
+  const reply = (user: string, text: string) => http.say(user, text);
 
   it('a session token budget refuses the call that would pass it before the provider sees it; /new starts a fresh budget', async () => {
     fake.fallback = () => ({ content: 'fine', usage: { prompt_tokens: 150, completion_tokens: 10 } });

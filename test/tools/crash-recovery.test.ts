@@ -5,6 +5,7 @@ import type { TranscriptMessage } from '../../src/sessions/transcript.ts';
 import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { tempDir } from '../helpers/gateway.ts';
 import { startProcess as startGatewayProcess } from '../helpers/process.ts';
+import { until } from '../helpers/wait.ts';
 
 
 
@@ -15,14 +16,6 @@ const firstUser = (r: RecordedRequest) => userText(r.body.messages.find((m) => m
 const lastUser = (r: RecordedRequest) => userText([...r.body.messages].reverse().find((m) => m.role === 'user')?.content);
 const call = (id: string, name: string, args: Record<string, unknown>): FakeReply => ({ toolCalls: [{ id, name, arguments: JSON.stringify(args) }] });
 
-async function until<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string, tries = 4000): Promise<T> {
-  for (let i = 0; i < tries; i++) {
-    const value = await Promise.resolve().then(probe).catch(() => undefined);
-    if (value !== undefined && value !== false) return value as T;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('background runs across SIGKILL', () => {
   let tmp: ReturnType<typeof tempDir>;

@@ -7,6 +7,7 @@ import { startTestGateway, tempDir } from '../helpers/gateway.ts';
 import { sentTo } from '../channels/telegram/harness.ts';
 import { dm, groupMessage } from '../channels/telegram/updates.ts';
 import { manualTimers, type ManualTimers } from './timers.ts';
+import { until } from '../helpers/wait.ts';
 
 type Wire = RecordedRequest['body']['messages'][number];
 const conversation = (r: RecordedRequest) => r.body.messages.filter((m) => m.role !== 'system');
@@ -21,14 +22,6 @@ function gate() {
   return { open, opened };
 }
 
-async function until<T>(probe: () => T | undefined | Promise<T | undefined>, what: string): Promise<T> {
-  for (let i = 0; i < 2000; i++) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value as T;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('session tools', () => {
   let fake: FakeOpenAI;

@@ -11,20 +11,13 @@ import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type Record
 import { testConfig, tempDir } from '../../helpers/gateway.ts';
 import { manualTimers, type ManualTimers } from '../timers.ts';
 import { fixtureServer } from './fixture-server.ts';
+import { until } from '../../helpers/wait.ts';
 
 const fixture = path.resolve(import.meta.dirname, 'fixture-server.ts');
 const stdio = (env: Record<string, string> = {}) => ({ command: process.execPath, args: ['--import', 'tsx', fixture], env });
 const toolNames = (r: RecordedRequest) => ((r.body.tools ?? []) as { function: { name: string } }[]).map((t) => t.function.name);
 const lastUser = (r: RecordedRequest) => userText([...r.body.messages].reverse().find((m) => m.role === 'user')?.content);
 
-async function until<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string): Promise<T> {
-  for (let i = 0; i < 4000; i++) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value as T;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** The fake LLM calls the tool named in the user's message (`call <tool> <json>`), then repeats the result. */
 function caller(r: RecordedRequest): FakeReply {
