@@ -31,7 +31,7 @@ import { createToolRegistry } from './tools/index.ts';
 import { McpHub } from './tools/mcp/mcp-hub.ts';
 import type { TimeoutHandle } from './tools/registry.ts';
 import { allSessions } from './sessions/scan.ts';
-import { createHttpApp } from './http/app.ts';
+import { createHttpApp, type HttpApp } from './http/app.ts';
 import { mountDashboard } from './http/dashboard.ts';
 import { mountOpenAIRoutes } from './http/openai-routes.ts';
 import { mountReadyRoute } from './http/ready-route.ts';
@@ -86,6 +86,8 @@ export interface RunningGateway {
   accounting: Accounting;
   /** Keeps the channels connected: state, attempts and last error of each. */
   supervisor: ChannelSupervisor;
+  /** The HTTP app (every route), for in-process requests (`app.request()`). */
+  app: HttpApp;
   /** What `GET /status` answers. */
   status(): Promise<StatusReport>;
   /** Stops intake, finishes or checkpoints running turns, flushes every write, closes everything. */
@@ -307,5 +309,5 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     return stopping;
   };
 
-  return { config, url, port, gateway, runtime, sessions, store, transcripts, adapters, logger, startedAt, accounting, supervisor, status, stop };
+  return { config, url, port, gateway, runtime, sessions, store, transcripts, adapters, logger, startedAt, accounting, supervisor, app, status, stop };
 }
