@@ -2,13 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { AgentConfig, ResolvedConfig } from '../config/resolved.ts';
 import type { TokenUsage, TurnResult } from '../core/channel-adapter.ts';
 import type { Clock } from '../core/clock.ts';
-import { BudgetExceededError, isAbortError, ProviderError, TurnAbortedError } from '../core/errors.ts';
+import { isAbortError, TurnAbortedError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { targetOf, type InboundMessage, type OutboundMessage } from '../core/message.ts';
-import { parseSessionKey } from '../routing/session-key.ts';
 import { requireProvider, type ProviderRegistry } from '../providers/registry.ts';
 import type { Provider, ProviderResponse, ToolSchema } from '../providers/types.ts';
-import { emptyTokens, type SessionEntry } from '../sessions/entry.ts';
+import type { SessionEntry } from '../sessions/entry.ts';
 import type { ActiveSession, SessionInit, SessionManager } from '../sessions/manager.ts';
 import { evaluateReset, resolveResetPolicy, type ResetPolicy, type ResetReason } from '../sessions/reset.ts';
 import type { TranscriptEntry, TranscriptStore } from '../sessions/transcript.ts';
@@ -18,13 +17,14 @@ import { BatchRunner } from './batch-runner.ts';
 import { registerBuiltinCommands } from './builtin-commands.ts';
 import { describeResetPolicy, hostZone, resetNotice } from './reset-text.ts';
 import { CommandRegistry, matchResetTrigger, type CommandServices } from './commands.ts';
-import type { BuiltContext } from './context.ts';
 import { registerContextCommands } from './context-commands.ts';
 import { ContextEngine, syntheticMessage, type CompactionOutcome, type ContextEngineDeps } from './context-engine.ts';
 import { MEMORY_WRITE } from './memory-flush.ts';
+import { ProviderCaller } from './provider-call.ts';
+import { ephemeralSessionOf, sessionInitOf } from './session-init.ts';
 import { isBackgroundKind, pauseGoalRun } from './runs.ts';
-import { countTokens, toolSchemaTokens } from './tokens.ts';
-import { addUsage, TurnEvents, zeroUsage, type LlmCallKind, type TurnScope } from './turn-events.ts';
+import { toolSchemaTokens } from './tokens.ts';
+import { TurnEvents, zeroUsage, type TurnScope } from './turn-events.ts';
 
 /** A message kept from a group chat without a run, given to the next run as context. */
 export interface GroupContextItem {
@@ -85,6 +85,7 @@ export class AgentRuntime {
   /** The tools sessions may call (built-in, MCP). */
   readonly tools: ToolRegistry;
   private readonly batches: BatchRunner;
+  private readonly caller: ProviderCaller;
   private lanes: LaneControl = { stop: () => false, depth: () => 0, isRunning: () => false };
   private readonly ephemeralHistories = new WeakMap<ActiveSession, TranscriptEntry[]>();
 
@@ -101,6 +102,7 @@ export class AgentRuntime {
       toolSchemas: (e) => this.toolSchemas(e), timezoneOf,
       memoryFlushTool: this.memoryFlushTool(timezoneOf),
     });
+    this.caller = new ProviderCaller({ clock: options.clock, events: this.events, budgetOf: (agentId) => this.agentFor(agentId).tokenBudget });
     this.batches = new BatchRunner({
       config: options.config, clock: options.clock, events: this.events, contextEngine: this.contextEngine, registry: this.tools,
       historyOf: (s) => this.historyOf(s), appendEntries: (s, e) => this.appendEntries(s, e),
@@ -350,66 +352,9 @@ export class AgentRuntime {
     };
   }
 
-  /** One LLM call with accounting: usage (or a tokenizer estimate), session totals, and the llm-call event. */
-  async callProvider(
-    session: ActiveSession, provider: Provider, model: string, context: BuiltContext, kind: LlmCallKind,
-    input: Pick<TurnInput, 'correlationId' | 'signal' | 'onDelta' | 'message'>, usage: TokenUsage, state: { estimated: boolean; model?: string }, logger: Logger, tools: ToolSchema[] = [],
-  ): Promise<ProviderResponse> {
-    const entry = session.entry;
-    const t0 = this.options.clock.now();
-    const parentCorrelationId = input.message.internal?.parentCorrelationId;
-    const scope = { correlationId: input.correlationId, sessionKey: session.key, sessionId: entry.sessionId, channel: input.message.channel, agentId: entry.agentId, ...(parentCorrelationId ? { parentCorrelationId } : {}) };
-    this.checkSessionBudget(entry, context.tokens + provider.maxTokens, input, logger);
-    let response: ProviderResponse;
-    try {
-      response = await provider.complete(
-        { model, messages: context.messages, tools, correlationId: input.correlationId, reasoningEffort: entry.overrides.reasoningEffort },
-        { signal: input.signal, onDelta: kind === 'turn' ? input.onDelta : undefined },
-      );
-    } catch (error) {
-      const code = error instanceof ProviderError ? error.code : 'PROVIDER_FAILED';
-      this.events.emit('onLlmCall', { ...scope, kind, providerId: provider.id, modelId: model, usage: zeroUsage(), isEstimated: false, estimatedInputTokensByComponent: context.components, retries: (error as { retries?: number }).retries ?? 0, durationMs: this.options.clock.now() - t0, error: code, at: this.options.clock.now() });
-      if (!isAbortError(error)) logger.warn({ err: error, providerId: provider.id, model }, 'LLM call failed');
-      throw error;
-    }
-    entry.lastRequestAt = this.options.clock.now();
-    const estimated = !response.usage;
-    const callUsage: TokenUsage = response.usage ?? {
-      inputTokens: context.tokens, outputTokens: countTokens(response.content, model) + response.toolCalls.reduce((n, c) => n + countTokens(c.arguments, model), 0),
-      cacheReadTokens: 0, cacheWriteTokens: 0,
-    };
-    if (estimated) state.estimated = true;
-    state.model = response.model;
-    addUsage(usage, callUsage);
-    entry.tokens = {
-      input: entry.tokens.input + callUsage.inputTokens,
-      output: entry.tokens.output + callUsage.outputTokens,
-      cacheRead: entry.tokens.cacheRead + callUsage.cacheReadTokens,
-      cacheWrite: entry.tokens.cacheWrite + callUsage.cacheWriteTokens,
-    };
-    const current = entry.sessionTokens ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
-    entry.sessionTokens = {
-      input: current.input + callUsage.inputTokens, output: current.output + callUsage.outputTokens,
-      cacheRead: current.cacheRead + callUsage.cacheReadTokens, cacheWrite: current.cacheWrite + callUsage.cacheWriteTokens,
-    };
-    this.events.emit('onLlmCall', { ...scope, kind, providerId: provider.id, modelId: response.model || model, usage: callUsage, isEstimated: estimated, estimatedInputTokensByComponent: context.components, retries: response.retries, durationMs: this.options.clock.now() - t0,
-      ...(response.toolCalls.length ? { toolCalls: response.toolCalls.map((c) => c.name) } : {}), at: this.options.clock.now() });
-    return response;
-  }
-
-  /**
-   * SPEC §14: a call whose prompt estimate plus reserved completion would take the session id's input +
-   * output tokens past its agent's `tokenBudget` is not made (nothing is sent, nothing is charged).
-   */
-  private checkSessionBudget(entry: SessionEntry, needed: number, input: Pick<TurnInput, 'correlationId' | 'message'>, logger: Logger): void {
-    const budget = this.agentFor(entry.agentId).tokenBudget;
-    if (!budget) return;
-    const used = (entry.sessionTokens?.input ?? 0) + (entry.sessionTokens?.output ?? 0);
-    if (used + needed <= budget) return;
-    this.events.emit('onRefusal', { reason: 'session_budget', correlationId: input.correlationId, channel: input.message.channel, sessionKey: entry.key, at: this.options.clock.now() });
-    logger.info({ used, budget, needed }, 'LLM call refused: it would pass the session token budget');
-    const n = (v: number) => v.toLocaleString('en-US');
-    throw new BudgetExceededError('session_budget', `This conversation has used ${n(used)} of its ${n(budget)}-token budget, and the next reply needs up to ${n(needed)} more, so I did not send it. Start a new session with /new, or ask the owner to raise the budget (session.tokenBudget).`);
+  /** One LLM call with accounting: usage (or a tokenizer estimate), session totals, the budget, and the llm-call event. */
+  callProvider(...args: Parameters<ProviderCaller['call']>): Promise<ProviderResponse> {
+    return this.caller.call(...args);
   }
 
   /** The current session's transcript (memory for one-off sessions). */
@@ -471,32 +416,11 @@ export class AgentRuntime {
   }
 
   private initOf(message: InboundMessage, key: string): SessionInit {
-    const parsed = parseSessionKey(key);
-    return {
-      key,
-      agentId: parsed.agentId,
-      channel: message.channel,
-      accountId: message.accountId,
-      chatType: message.chatType,
-      peerId: message.chatType === 'direct' ? message.peerId : undefined,
-      groupId: message.groupId,
-      threadId: parsed.threadId,
-      parentKey: parsed.parentKey,
-      displayName: message.chatType === 'direct' ? message.sender.name : undefined,
-      ...(message.containerIds?.length ? { containerIds: message.containerIds } : {}),
-    };
+    return sessionInitOf(message, key);
   }
 
   private ephemeralSession(init: SessionInit): ActiveSession {
-    const now = this.options.clock.now();
-    const session: ActiveSession = {
-      key: init.key,
-      holds: 1,
-      entry: {
-        ...init, sessionId: randomUUID(), createdAt: now, updatedAt: now, sessionStartedAt: now, state: 'active', runState: 'idle',
-        overrides: {}, tokens: emptyTokens(), contextTokens: 0, compactionCount: 0, messageCount: 0,
-      },
-    };
+    const session = ephemeralSessionOf(init, this.options.clock.now());
     this.ephemeralHistories.set(session, []);
     return session;
   }

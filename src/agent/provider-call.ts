@@ -1,0 +1,102 @@
+import type { TokenUsage } from '../core/channel-adapter.ts';
+import type { Clock } from '../core/clock.ts';
+import { BudgetExceededError, isAbortError, ProviderError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+import type { InboundMessage } from '../core/message.ts';
+import type { Provider, ProviderResponse, ToolSchema } from '../providers/types.ts';
+import type { SessionEntry } from '../sessions/entry.ts';
+import type { ActiveSession } from '../sessions/manager.ts';
+import type { BuiltContext } from './context.ts';
+import { countTokens } from './tokens.ts';
+import { addUsage, zeroUsage, type LlmCallKind, type TurnEvents } from './turn-events.ts';
+
+/** What an accounted call needs. */
+export interface ProviderCallerDeps {
+  clock: Clock;
+  events: TurnEvents;
+  /** The session token budget of an agent (0 = none). */
+  budgetOf(agentId: string): number;
+}
+
+/** The turn facts a call is charged to. */
+export interface CallInput {
+  correlationId: string;
+  signal: AbortSignal;
+  onDelta?: (text: string) => void;
+  message: InboundMessage;
+}
+
+/**
+ * Every LLM call of the product goes through here: the session budget is checked first (SPEC §14), then the
+ * provider is called, usage (or a tokenizer estimate) is added to the turn, the key's and the session id's
+ * totals, and one llm-call event is emitted (accounting, the ledger and metrics observe it).
+ */
+export class ProviderCaller {
+  private readonly deps: ProviderCallerDeps;
+
+  constructor(deps: ProviderCallerDeps) {
+    this.deps = deps;
+  }
+
+  /** One LLM call with accounting: usage (or a tokenizer estimate), session totals, and the llm-call event. */
+  async call(
+    session: ActiveSession, provider: Provider, model: string, context: BuiltContext, kind: LlmCallKind,
+    input: CallInput, usage: TokenUsage, state: { estimated: boolean; model?: string }, logger: Logger, tools: ToolSchema[] = [],
+  ): Promise<ProviderResponse> {
+    const entry = session.entry;
+    const t0 = this.deps.clock.now();
+    const parentCorrelationId = input.message.internal?.parentCorrelationId;
+    const scope = { correlationId: input.correlationId, sessionKey: session.key, sessionId: entry.sessionId, channel: input.message.channel, agentId: entry.agentId, ...(parentCorrelationId ? { parentCorrelationId } : {}) };
+    this.checkSessionBudget(entry, context.tokens + provider.maxTokens, input, logger);
+    let response: ProviderResponse;
+    try {
+      response = await provider.complete(
+        { model, messages: context.messages, tools, correlationId: input.correlationId, reasoningEffort: entry.overrides.reasoningEffort },
+        { signal: input.signal, onDelta: kind === 'turn' ? input.onDelta : undefined },
+      );
+    } catch (error) {
+      const code = error instanceof ProviderError ? error.code : 'PROVIDER_FAILED';
+      this.deps.events.emit('onLlmCall', { ...scope, kind, providerId: provider.id, modelId: model, usage: zeroUsage(), isEstimated: false, estimatedInputTokensByComponent: context.components, retries: (error as { retries?: number }).retries ?? 0, durationMs: this.deps.clock.now() - t0, error: code, at: this.deps.clock.now() });
+      if (!isAbortError(error)) logger.warn({ err: error, providerId: provider.id, model }, 'LLM call failed');
+      throw error;
+    }
+    entry.lastRequestAt = this.deps.clock.now();
+    const estimated = !response.usage;
+    const callUsage: TokenUsage = response.usage ?? {
+      inputTokens: context.tokens, outputTokens: countTokens(response.content, model) + response.toolCalls.reduce((n, c) => n + countTokens(c.arguments, model), 0),
+      cacheReadTokens: 0, cacheWriteTokens: 0,
+    };
+    if (estimated) state.estimated = true;
+    state.model = response.model;
+    addUsage(usage, callUsage);
+    entry.tokens = {
+      input: entry.tokens.input + callUsage.inputTokens,
+      output: entry.tokens.output + callUsage.outputTokens,
+      cacheRead: entry.tokens.cacheRead + callUsage.cacheReadTokens,
+      cacheWrite: entry.tokens.cacheWrite + callUsage.cacheWriteTokens,
+    };
+    const current = entry.sessionTokens ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+    entry.sessionTokens = {
+      input: current.input + callUsage.inputTokens, output: current.output + callUsage.outputTokens,
+      cacheRead: current.cacheRead + callUsage.cacheReadTokens, cacheWrite: current.cacheWrite + callUsage.cacheWriteTokens,
+    };
+    this.deps.events.emit('onLlmCall', { ...scope, kind, providerId: provider.id, modelId: response.model || model, usage: callUsage, isEstimated: estimated, estimatedInputTokensByComponent: context.components, retries: response.retries, durationMs: this.deps.clock.now() - t0,
+      ...(response.toolCalls.length ? { toolCalls: response.toolCalls.map((c) => c.name) } : {}), at: this.deps.clock.now() });
+    return response;
+  }
+
+  /**
+   * SPEC §14: a call whose prompt estimate plus reserved completion would take the session id's input +
+   * output tokens past its agent's `tokenBudget` is not made (nothing is sent, nothing is charged).
+   */
+  private checkSessionBudget(entry: SessionEntry, needed: number, input: Pick<CallInput, 'correlationId' | 'message'>, logger: Logger): void {
+    const budget = this.deps.budgetOf(entry.agentId);
+    if (!budget) return;
+    const used = (entry.sessionTokens?.input ?? 0) + (entry.sessionTokens?.output ?? 0);
+    if (used + needed <= budget) return;
+    this.deps.events.emit('onRefusal', { reason: 'session_budget', correlationId: input.correlationId, channel: input.message.channel, sessionKey: entry.key, at: this.deps.clock.now() });
+    logger.info({ used, budget, needed }, 'LLM call refused: it would pass the session token budget');
+    const n = (v: number) => v.toLocaleString('en-US');
+    throw new BudgetExceededError('session_budget', `This conversation has used ${n(used)} of its ${n(budget)}-token budget, and the next reply needs up to ${n(needed)} more, so I did not send it. Start a new session with /new, or ask the owner to raise the budget (session.tokenBudget).`);
+  }
+}
