@@ -131,6 +131,26 @@ describe('background runs', () => {
     expect(missing.status).toBe(404);
   });
 
+  it('a closed web page does not cancel a goal run: the run goes on and completes', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    fake.fallback = async (r) => {
+      if (toolRounds(r) === 1) await held;
+      return toolRounds(r) < 3 ? search(toolRounds(r)) : { content: 'finished anyway', usage: null };
+    };
+    await start({ agents: { defaults: { maxIterationsPerBatch: 10 } }, backgroundExecution: { enabled: true } });
+    await webchat('alice', '/goal finish even if I leave');
+    const page = new AbortController();
+    const request = fetch(`${gw!.url}/webchat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'alice', text: 'go' }), signal: page.signal }).catch(() => 'closed');
+    await until(() => fake.requests.some((r) => toolRounds(r) === 1) || undefined, 'the second LLM call');
+    page.abort();
+    expect(await request).toBe('closed');
+    release();
+    const done = await until(async () => { const e = await entry('agent:main:direct:alice'); return e.runState === 'completed' ? e : undefined; }, 'the run to complete');
+    expect(done.checkpoint).toMatchObject({ toolCalls: 3 });
+    expect((await transcript('agent:main:direct:alice')).at(-1)!.content).toBe('finished anyway');
+  });
+
   it('/stop pauses a goal run and /status shows run state, goal and batch', async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => { release = resolve; });
