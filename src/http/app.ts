@@ -31,6 +31,11 @@ export interface HttpAppOptions {
   /** `gateway.host` and `gateway.allowedHosts`: the names `Host` may carry when there is no token (same-origin protection). */
   host?: string;
   allowedHosts?: readonly string[];
+  /**
+   * With a token: lets browsers in by the dashboard's session cookie (`dashboard-auth.ts`). `'allow'` for its
+   * public routes and signed-in requests, a response to refuse one, undefined to leave it to the bearer check.
+   */
+  browserAuth?: (c: Context) => 'allow' | Response | undefined;
 }
 
 /** Characters a bearer token may have (RFC 6750 b64token), as Hono's bearerAuth checks them. */
@@ -75,7 +80,11 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     const refuse = (c: Context) => jsonError(c, 401, 'Missing or wrong bearer token: send Authorization: Bearer <gateway.authToken>.', 'unauthorized');
     const auth = bearerAuth<{ Variables: HttpVariables }>({ token: options.authToken, noAuthenticationHeader: { message: refuse }, invalidAuthenticationHeader: { message: refuse }, invalidToken: { message: refuse } });
     // Platforms sign their own webhook requests.
-    app.use('*', async (c, next) => (c.req.path.startsWith('/webhooks/') ? next() : auth(c, next)));
+    app.use('*', async (c, next) => {
+      if (c.req.path.startsWith('/webhooks/')) return next();
+      const browser = options.browserAuth?.(c);
+      return browser === 'allow' ? next() : browser ?? auth(c, next);
+    });
   } else {
     // No token: only this gateway's own names and pages (DNS rebinding, cross-site requests).
     app.use('*', sameOriginGuard({ host: options.host ?? '127.0.0.1', allowedHosts: options.allowedHosts ?? [] }));

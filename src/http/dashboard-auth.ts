@@ -1,0 +1,161 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Context } from 'hono';
+import { getCookie, setCookie } from 'hono/cookie';
+import type { Clock } from '../core/clock.ts';
+import type { HttpApp } from './app.ts';
+import { jsonError } from './http-error.ts';
+
+/** Name of the dashboard's session cookie. */
+export const SESSION_COOKIE = 'switchboard_session';
+const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** Routes a browser needs before it is signed in: the page (sign-in or dashboard), its assets, sign-in and out. */
+const PUBLIC_GET = /^\/(?:|favicon\.(?:svg|ico)|assets\/[\w./-]+|dashboard\/session)$/;
+const PUBLIC_POST = new Set(['/dashboard/sign-in', '/dashboard/sign-out']);
+/** Wrong tokens accepted per client address and minute before sign-in answers 429. */
+const MAX_FAILURES_PER_MINUTE = 10;
+
+/** Options of {@link createDashboardAuth}. */
+export interface DashboardAuthOptions {
+  /** `gateway.authToken`; empty = no sign-in (loopback only, guarded by the same-origin checks). */
+  token: string;
+  /** Where sign-outs are remembered until their cookie would have expired (`dashboard-sign-outs.json`). */
+  stateDir: string;
+  clock: Clock;
+  /** Cookie lifetime (default 7 days). */
+  maxAgeSeconds?: number;
+}
+
+/** How a request is authenticated: the session cookie, the bearer header, or no token configured. */
+export type DashboardAuthVia = 'cookie' | 'bearer' | 'open';
+
+/**
+ * Browser sign-in for the dashboard. The owner types `gateway.authToken` once; it is exchanged for an
+ * `HttpOnly`, `SameSite=Strict` cookie signed with the token (HMAC-SHA256), so it survives a gateway restart
+ * and a new token signs every browser out. A request with the cookie is treated like one with the bearer
+ * header, except that a state-changing one must come from the gateway's own page (`Sec-Fetch-Site:
+ * same-origin`, or else an `Origin` naming the `Host`).
+ */
+export interface DashboardAuth {
+  /** True when `gateway.authToken` is set. */
+  readonly required: boolean;
+  /** For `createHttpApp`: `'allow'` (public route or signed-in browser), a 403 (cross-site), or undefined (bearer decides). */
+  verdict(c: Context): 'allow' | Response | undefined;
+  /** How this request is signed in, if it is. */
+  via(c: Context): DashboardAuthVia | undefined;
+  /** `GET /dashboard/session`, `POST /dashboard/sign-in` `{token}`, `POST /dashboard/sign-out`. */
+  mount(app: HttpApp): void;
+}
+
+/** True when a state-changing request comes from a page of this gateway (not another site). */
+export function fromOwnPage(c: Context): boolean {
+  const site = c.req.header('sec-fetch-site');
+  if (site) return site === 'same-origin';
+  const origin = c.req.header('origin');
+  if (!origin) return false;
+  try {
+    return new URL(origin).host.toLowerCase() === (c.req.header('host') ?? '').trim().toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+const b64 = (buffer: Buffer) => buffer.toString('base64url');
+
+function sameSecret(a: string, b: string): boolean {
+  // Hashes of equal length, so the comparison time says nothing about the token.
+  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
+}
+
+export function createDashboardAuth(options: DashboardAuthOptions): DashboardAuth {
+  const { token, clock } = options;
+  const maxAgeMs = (options.maxAgeSeconds ?? 7 * 86_400) * 1000;
+  const file = path.join(options.stateDir, 'dashboard-sign-outs.json');
+  let signedOut: Map<string, number> | undefined;
+  const failures = new Map<string, { count: number; since: number }>();
+
+  const revoked = (): Map<string, number> => {
+    if (signedOut) return signedOut;
+    signedOut = new Map();
+    try {
+      for (const [nonce, until] of Object.entries(JSON.parse(readFileSync(file, 'utf8')) as Record<string, number>)) signedOut.set(nonce, until);
+    } catch { /* none yet */ }
+    return signedOut;
+  };
+  const remember = (nonce: string, until: number) => {
+    const list = revoked();
+    for (const [n, t] of list) if (t <= clock.now()) list.delete(n);
+    list.set(nonce, until);
+    writeFileSync(`${file}.tmp`, JSON.stringify(Object.fromEntries(list)));
+    renameSync(`${file}.tmp`, file);
+  };
+
+  const mac = (issued: string, nonce: string) => b64(createHmac('sha256', token).update(`switchboard-dashboard.v1.${issued}.${nonce}`).digest());
+  const issue = () => {
+    const issued = clock.now().toString(36);
+    const nonce = b64(randomBytes(18));
+    return `v1.${issued}.${nonce}.${mac(issued, nonce)}`;
+  };
+  /** The cookie's nonce and expiry when it is genuine, unexpired and not signed out. */
+  const check = (value: string | undefined): { nonce: string; until: number } | undefined => {
+    const [v, issued, nonce, sig] = value?.split('.') ?? [];
+    if (v !== 'v1' || !issued || !nonce || !sig || !sameSecret(sig, mac(issued, nonce))) return undefined;
+    const until = parseInt(issued, 36) + maxAgeMs;
+    if (!(until > clock.now()) || revoked().has(nonce)) return undefined;
+    return { nonce, until };
+  };
+  const bearer = (c: Context) => /^Bearer\s+(.+)$/i.exec(c.req.header('authorization') ?? '')?.[1]?.trim();
+  const secure = (c: Context) => new URL(c.req.url).protocol === 'https:' || c.req.header('x-forwarded-proto') === 'https';
+  const cookie = (c: Context, value: string, maxAge: number) => setCookie(c, SESSION_COOKIE, value, { path: '/', httpOnly: true, sameSite: 'Strict', secure: secure(c), maxAge });
+  const refuseCrossSite = (c: Context) => jsonError(c, 403, 'Refused: this request did not come from the dashboard page of this gateway.', 'cross_site_request');
+  const clientOf = (c: Context) => (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'unknown';
+
+  const auth: DashboardAuth = {
+    required: Boolean(token),
+    verdict(c) {
+      const p = c.req.path;
+      if ((c.req.method === 'GET' || c.req.method === 'HEAD') ? PUBLIC_GET.test(p) : c.req.method === 'POST' && PUBLIC_POST.has(p)) return 'allow';
+      if (c.req.header('authorization') !== undefined || !check(getCookie(c, SESSION_COOKIE))) return undefined;
+      return STATE_CHANGING.has(c.req.method) && !fromOwnPage(c) ? refuseCrossSite(c) : 'allow';
+    },
+    via(c) {
+      if (!token) return 'open';
+      const given = bearer(c);
+      if (given !== undefined) return sameSecret(given, token) ? 'bearer' : undefined;
+      return check(getCookie(c, SESSION_COOKIE)) ? 'cookie' : undefined;
+    },
+    mount(app) {
+      app.get('/dashboard/session', (c) => {
+        c.header('cache-control', 'no-store');
+        return c.json({ authRequired: auth.required, signedIn: auth.via(c) !== undefined, via: auth.via(c) ?? null });
+      });
+      app.post('/dashboard/sign-in', async (c) => {
+        if (!fromOwnPage(c)) return refuseCrossSite(c);
+        if (!token) return c.json({ signedIn: true, via: 'open' });
+        const client = clientOf(c);
+        const now = clock.now();
+        const seen = failures.get(client);
+        if (seen && now - seen.since < 60_000 && seen.count >= MAX_FAILURES_PER_MINUTE) {
+          return jsonError(c, 429, 'Too many wrong tokens; wait a minute and try again.', 'rate_limit_exceeded');
+        }
+        const typed = ((await c.req.json().catch(() => ({}))) as { token?: unknown }).token;
+        if (typeof typed !== 'string' || !sameSecret(typed.trim(), token)) {
+          failures.set(client, seen && now - seen.since < 60_000 ? { count: seen.count + 1, since: seen.since } : { count: 1, since: now });
+          return jsonError(c, 401, 'Wrong token: that is not this gateway\'s gateway.authToken.', 'wrong_token');
+        }
+        failures.delete(client);
+        cookie(c, issue(), Math.floor(maxAgeMs / 1000));
+        return c.json({ signedIn: true, via: 'cookie' });
+      });
+      app.post('/dashboard/sign-out', (c) => {
+        if (!fromOwnPage(c)) return refuseCrossSite(c);
+        const current = check(getCookie(c, SESSION_COOKIE));
+        if (current) remember(current.nonce, current.until);
+        cookie(c, '', 0);
+        return c.json({ signedIn: false });
+      });
+    },
+  };
+  return auth;
+}
