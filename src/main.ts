@@ -33,6 +33,8 @@ import type { TimeoutHandle } from './tools/registry.ts';
 import { allSessions } from './sessions/scan.ts';
 import { createHttpApp, type HttpApp } from './http/app.ts';
 import { mountDashboard } from './http/dashboard.ts';
+import { createDashboardAuth } from './http/dashboard-auth.ts';
+import { DashboardEvents } from './http/dashboard-events.ts';
 import { mountOpenAIRoutes } from './http/openai-routes.ts';
 import { mountReadyRoute } from './http/ready-route.ts';
 import { mountStatusRoutes } from './http/status-routes.ts';
@@ -222,12 +224,15 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   registerCheckedCommands(runtime.commands, { providers, clock, keyTotals: (key) => accounting.totals.ofKey(key), sessionTotals: (key, id) => accounting.totals.ofSession(key, id) });
   const dmWarning = dmScopeWarning(config, await pairing.paired().catch(() => []));
   if (dmWarning) logger.warn(dmWarning);
+  const dashboardAuth = createDashboardAuth({ token: config.gateway.authToken, stateDir: config.stateDir, clock });
+  const live = new DashboardEvents({ events: runtime.events, status, activeSessions: () => sessions.activeSessions(), pairing: () => pairingAdmin(pairing, config).list(), version: VERSION, startedAt, logger });
 
   const app = createHttpApp({
     authToken: config.gateway.authToken,
     maxBodyBytes: config.gateway.maxBodyBytes,
     host: config.gateway.host,
     allowedHosts: config.gateway.allowedHosts,
+    browserAuth: (c) => dashboardAuth.verdict(c),
     logger,
     channelRoutes: adapters.flatMap((a) => a.routes?.() ?? []),
     mounts: [
@@ -239,7 +244,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
       mountReadyRoute({ pingStore: async () => { await store.get('agent:main:readyz'); }, channels: channelReports, isClosing: () => gateway.isClosing }),
       mountRunRoutes({ runs: () => allSessions(store, sessions), lanes: gateway.lanes, stop: (key) => runtime.stopByKey(key) }),
       mountStatusRoutes({ accounting, status, sessionEntry: (key) => sessions.get(key) }),
-      mountDashboard,
+      mountDashboard({ auth: dashboardAuth, live }),
     ],
   });
 
@@ -288,6 +293,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
       await gateway.close(config.gateway.shutdownGraceMs);
       await supervisor.stop();
       await mcp.stop();
+      live.close();
       if (server) {
         const s = server;
         await new Promise<void>((resolve) => {

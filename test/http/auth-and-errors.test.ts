@@ -5,8 +5,8 @@ import { startApiHarness, type ApiHarness } from './api-harness.ts';
 
 const ROUTES: [string, string][] = [
   ['POST', '/v1/chat/completions'], ['GET', '/v1/models'], ['GET', '/status'], ['GET', '/usage'], ['GET', '/metrics'],
-  ['GET', '/metrics/providers'], ['GET', '/admin/providers'], ['GET', `/admin/sessions/${encodeURIComponent('agent:main:main')}/timeline`], ['GET', '/'],
-];
+  ['GET', '/metrics/providers'], ['GET', '/admin/providers'], ['GET', `/admin/sessions/${encodeURIComponent('agent:main:main')}/timeline`], ['GET', '/dashboard/events'],
+]; // GET / answers the dashboard's sign-in page instead (test/dashboard).
 
 describe('HTTP auth, limits and errors', () => {
   let h: ApiHarness;

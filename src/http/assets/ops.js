@@ -1,0 +1,129 @@
+// The gateway views: channels (and MCP servers) with their health, runs, providers, pairing.
+import { $, act, api, fmt, h, table, when } from './api.js';
+
+const sessionLink = (key) => h('a', { href: `#/sessions/${encodeURIComponent(key)}`, class: 'mono', text: key });
+
+/** A channel's health as `/readyz` judges it (running = connected), with the supervisor's reason. */
+export function channelHealth(c) {
+  const s = c.supervision;
+  if (c.status === 'running') return { label: 'connected', tone: 'ok' };
+  if (c.status === 'disabled') return { label: 'disabled', tone: 'off' };
+  if (c.status === 'stopped' && !s) return { label: 'stopped', tone: 'off' };
+  if (c.status === 'failed' || s?.state === 'gave-up' || s?.state === 'retrying') return { label: 'failed', tone: 'bad', failing: true };
+  return { label: 'connecting', tone: 'warn', failing: true };
+}
+
+/** Channel and MCP cards, the readiness line and the nav badges, from a `/status` report. */
+export function renderStatus(status) {
+  const channels = status.channels;
+  const failing = channels.filter((c) => channelHealth(c).failing);
+  $('channels-badge').hidden = failing.length === 0;
+  $('channels-badge').textContent = String(failing.length);
+  $('runs-badge').hidden = status.queue.running === 0;
+  $('runs-badge').textContent = String(status.queue.running);
+  $('gateway-line').textContent = [
+    `v${status.version}`,
+    `${fmt(status.sessions.active)} active / ${status.sessions.persisted === null ? '?' : fmt(status.sessions.persisted)} stored sessions`,
+    `${status.queue.running} running, ${status.queue.queued} queued`,
+    failing.length ? `${failing.length} channel${failing.length === 1 ? '' : 's'} not connected` : 'all channels connected',
+  ].join(' · ');
+  $('queue-line').textContent = `${status.queue.running} turn${status.queue.running === 1 ? '' : 's'} running · ${status.queue.queued} message${status.queue.queued === 1 ? '' : 's'} queued on session lanes`;
+  $('ready-line').textContent = failing.length
+    ? `Not ready: ${failing.map((c) => `${c.id}/${c.accountId}`).join(', ')} ${failing.length === 1 ? 'is' : 'are'} not connected (GET /readyz answers 503).`
+    : 'Ready: every enabled channel is connected.';
+  $('channel-list').replaceChildren(...channels.map((c) => {
+    const health = channelHealth(c);
+    const s = c.supervision;
+    const reason = s?.lastError ?? c.detail;
+    return h('li', { class: health.tone === 'bad' ? 'failed' : '', 'data-channel': `${c.id}/${c.accountId}`, 'data-health': health.label },
+      h('h3', {}, h('span', { text: `${c.id}/${c.accountId}` }), h('span', { class: `state ${health.tone}`, text: health.label })),
+      health.label !== 'connected' && reason ? h('p', { class: 'error reason', text: reason }) : '',
+      s?.state === 'retrying' && s.nextRetryAt ? h('p', { class: 'muted', text: `retrying at ${when(s.nextRetryAt)} (attempt ${s.attempts + 1})` }) : '',
+      s?.state === 'gave-up' ? h('p', { class: 'muted', text: 'not retried: fix the token or configuration, then restart' }) : '',
+      s?.connectedAt && health.label === 'connected' ? h('p', { class: 'muted', text: `connected since ${when(s.connectedAt)}` }) : '',
+      c.id === 'api' ? h('p', { class: 'muted', text: 'the HTTP API and web chat' }) : '');
+  }));
+  $('mcp-list').replaceChildren(...(status.mcp.length ? status.mcp.map((m) => {
+    const tone = m.state === 'ready' ? 'ok' : m.state === 'failed' ? 'bad' : 'warn';
+    return h('li', { class: tone === 'bad' ? 'failed' : '' },
+      h('h3', {}, h('span', { text: m.name }), h('span', { class: `state ${tone}`, text: m.state })),
+      h('p', { class: 'muted', text: `${m.transport} · ${fmt(m.tools)} tool${m.tools === 1 ? '' : 's'}` }),
+      m.error ? h('p', { class: 'error', text: m.error }) : '');
+  }) : [h('li', { class: 'muted', text: 'No MCP servers configured (mcp.servers).' })]));
+}
+
+export async function showRuns() {
+  const { runs } = await api('/admin/runs');
+  $('runs').replaceChildren(table([
+    ['session', (r) => sessionLink(r.sessionKey)],
+    ['run state', (r) => r.runState],
+    ['goal', (r) => r.goal ?? '', 'wrap'],
+    ['batch · call', (r) => (r.checkpoint ? `${r.checkpoint.batch} · ${r.checkpoint.iteration}` : '')],
+    ['turn running', (r) => (r.turnRunning ? 'yes' : 'no')],
+    ['queued', (r) => r.queued, 'num'],
+    ['updated', (r) => when(r.updatedAt)],
+    ['', (r) => {
+      const b = h('button', { type: 'button', class: 'danger small', text: 'Stop…' });
+      b.addEventListener('click', () => act(b, { title: 'Stop this run?', text: `Stops the running turn of ${r.sessionKey} and pauses its goal run.`, ok: 'Stop' }, async () => {
+        const out = await api(`/admin/sessions/${encodeURIComponent(r.sessionKey)}/stop`, { method: 'POST', body: {} });
+        void showRuns();
+        return out.stopped ? 'Stopped the running turn.' : `No turn was running; run state ${out.runState}.`;
+      }));
+      return b;
+    }],
+  ], runs, 'No run is running or continuing.'));
+}
+
+export async function showProviders(status) {
+  const [{ usage, recentTurns }, totals] = await Promise.all([api('/admin/providers'), api('/usage')]);
+  $('providers').replaceChildren(
+    table([
+      ['provider', (p) => p.id], ['kind', (p) => p.kind], ['model', (p) => p.model], ['context window', (p) => fmt(p.contextWindow), 'num'],
+      ['requests', (p) => fmt(p.requests), 'num'], ['retries', (p) => fmt(p.retries), 'num'], ['errors', (p) => fmt(p.errors), 'num'],
+      ['tokens', (p) => fmt(p.totalTokens), 'num'], ['last error', (p) => (p.lastError ? `${p.lastError.code} (${p.lastError.modelId}, ${when(p.lastError.at)})` : ''), 'wrap'],
+    ], status?.providers ?? []),
+    h('h2', { text: 'By model' }),
+    table([
+      ['provider / model', (u) => `${u.providerId} / ${u.modelId}`], ['requests', (u) => fmt(u.requests), 'num'], ['retries', (u) => fmt(u.retries), 'num'],
+      ['errors', (u) => fmt(u.errors), 'num'], ['input', (u) => fmt(u.inputTokens), 'num'], ['output', (u) => fmt(u.outputTokens), 'num'],
+      ['cache read', (u) => fmt(u.cacheReadTokens), 'num'], ['cache write', (u) => fmt(u.cacheWriteTokens), 'num'],
+    ], usage, 'No LLM calls yet.'));
+  $('usage').replaceChildren(h('p', { class: 'muted', text: `${fmt(totals.totals.totalTokens)} tokens in ${fmt(totals.totals.llmCalls)} LLM calls since ${when(totals.since)}` }),
+    table([['channel', ([c]) => c], ['tokens', ([, t]) => fmt(t.totalTokens), 'num'], ['LLM calls', ([, t]) => fmt(t.llmCalls), 'num']], Object.entries(totals.channels)));
+  $('recent-calls').replaceChildren(table([
+    ['time', (r) => new Date(r.timestamp).toLocaleString()], ['session', (r) => sessionLink(r.sessionKey)], ['kind', (r) => r.kind], ['model', (r) => r.modelId],
+    ['input', (r) => fmt(r.inputTokens) + (r.isEstimated ? '*' : ''), 'num'], ['output', (r) => fmt(r.outputTokens), 'num'],
+    ['cache read', (r) => fmt(r.cacheReadTokens), 'num'], ['cache write', (r) => fmt(r.cacheWriteTokens), 'num'],
+    ['tools called', (r) => (r.toolCalls ?? []).join(', ')], ['correlation id', (r) => h('span', { class: 'mono', text: r.correlationId })],
+  ], recentTurns.slice(0, 50), 'No LLM calls yet.'));
+}
+
+/** Pending requests (approve) and paired people (revoke), from `GET /admin/pairing` or the live stream. */
+export function renderPairing(pairing) {
+  $('pairing-badge').hidden = pairing.pending.length === 0;
+  $('pairing-badge').textContent = String(pairing.pending.length);
+  $('pairing-warning').hidden = !pairing.warning;
+  $('pairing-warning').textContent = pairing.warning ?? '';
+  const reload = async () => renderPairing(await api('/admin/pairing'));
+  const button = (label, cls, question, run) => {
+    const b = h('button', { type: 'button', class: `${cls} small`, text: label });
+    b.addEventListener('click', () => act(b, question, async () => { const message = await run(); void reload(); return message; }));
+    return b;
+  };
+  const who = (p) => `${p.name ?? p.peerId} (${p.channel} ${p.peerId})`;
+  $('pairing-pending').replaceChildren(table([
+    ['channel', (p) => `${p.channel}/${p.accountId}`], ['peer', (p) => p.peerId], ['name', (p) => p.name ?? ''], ['code', (p) => h('span', { class: 'mono', text: p.code })],
+    ['asked', (p) => when(p.createdAt)], ['expires', (p) => when(p.expiresAt)],
+    ['', (p) => button('Approve…', '', { title: 'Approve this person?', text: `${who(p)} can then talk to the agent.`, ok: 'Approve' }, async () => {
+      const r = await api('/admin/pairing/approve', { method: 'POST', body: { channel: p.channel, code: p.code } });
+      return `Approved ${who(r.peer)}.${r.warning ? ` ${r.warning}` : ''}`;
+    })],
+  ], pairing.pending, 'No one is waiting.'));
+  $('pairing-paired').replaceChildren(table([
+    ['channel', (p) => p.channel], ['peer', (p) => p.peerId], ['name', (p) => p.name ?? ''], ['approved', (p) => when(p.approvedAt)],
+    ['', (p) => button('Revoke…', 'danger', { title: 'Revoke this person?', text: `${who(p)} gets a new pairing code the next time they write.`, ok: 'Revoke' }, async () => {
+      const r = await api('/admin/pairing/revoke', { method: 'POST', body: { channel: p.channel, peerId: p.peerId } });
+      return r.revoked ? `Revoked ${who(p)}.` : 'They were not paired.';
+    })],
+  ], pairing.paired, 'No one is paired.'));
+}

@@ -1,0 +1,27 @@
+// The sign-in page: exchanges the typed token for the dashboard's session cookie, then loads the dashboard.
+const form = document.getElementById('sign-in-form');
+const error = document.getElementById('sign-in-error');
+const input = document.getElementById('token');
+
+form.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const button = form.querySelector('button');
+  button.disabled = true;
+  error.hidden = true;
+  try {
+    const response = await fetch('/dashboard/sign-in', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: input.value }),
+    });
+    if (response.ok) {
+      location.replace('/');
+      return;
+    }
+    const body = await response.json().catch(() => ({}));
+    error.textContent = body.error?.message ?? `Sign-in failed (${response.status}).`;
+  } catch (e) {
+    error.textContent = `The gateway did not answer (${e.message}).`;
+  }
+  error.hidden = false;
+  button.disabled = false;
+  input.select();
+});
