@@ -44,6 +44,9 @@ export interface SessionManagerOptions {
   onEvict?: (entry: SessionEntry) => void;
 }
 
+/** A saved entry frozen until it is written: the store's serialized text, or a deep copy. */
+type Snapshot = SessionEntry | string;
+
 /** How far from the least-recently-active end eviction looks for an expired session. */
 const EXPIRY_SCAN = 32;
 
@@ -57,7 +60,7 @@ export class SessionManager {
   private readonly loading = new Map<string, Promise<SessionEntry>>();
   private readonly writes = new Map<string, Promise<void>>();
   /** Per key, the write waiting for the one under way (it writes the newest snapshot when it starts). */
-  private readonly queuedWrites = new Map<string, { snapshot: SessionEntry; entry: SessionEntry; write: Promise<void> }>();
+  private readonly queuedWrites = new Map<string, { snapshot: Snapshot; entry: SessionEntry; write: Promise<void> }>();
   /** Entries whose last write failed after every retry; written again by {@link flush}. */
   private readonly unsaved = new Map<string, SessionEntry>();
   private readonly slotWaiters: (() => void)[] = [];
@@ -134,17 +137,17 @@ export class SessionManager {
     // a burst of saves (a checkpoint per tool result) costs one write per write already under way.
     const queued = this.queuedWrites.get(entry.key);
     if (queued) {
-      queued.snapshot = structuredClone(entry);
+      queued.snapshot = this.snapshot(entry);
       queued.entry = entry;
       return queued.write;
     }
-    const next = { snapshot: structuredClone(entry), entry, write: undefined as unknown as Promise<void> };
+    const next = { snapshot: this.snapshot(entry), entry, write: undefined as unknown as Promise<void> };
     this.queuedWrites.set(entry.key, next);
     const previous = this.writes.get(entry.key) ?? Promise.resolve();
     const retry = this.options.retry ?? { retries: 5, minTimeout: 50, maxTimeout: 2000 };
     const write = previous.then(() => {
       if (this.queuedWrites.get(entry.key) === next) this.queuedWrites.delete(entry.key);
-      return pRetry(() => this.options.store.set(next.snapshot), {
+      return pRetry(() => this.write(entry.key, next.snapshot), {
         ...retry,
         onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
           this.options.logger.warn({ err: error, key: entry.key, attemptNumber, retriesLeft }, 'session store write failed; retrying');
@@ -160,6 +163,16 @@ export class SessionManager {
     });
     this.writes.set(entry.key, settled);
     return write;
+  }
+
+  /** The entry as it is now: serialized by the store when it can (once per write), else a deep copy. */
+  private snapshot(entry: SessionEntry): Snapshot {
+    const store = this.options.store;
+    return store.serialize && store.setSerialized ? store.serialize(entry) : structuredClone(entry);
+  }
+
+  private write(key: string, snapshot: Snapshot): Promise<void> {
+    return typeof snapshot === 'string' ? this.options.store.setSerialized!(key, snapshot) : this.options.store.set(snapshot);
   }
 
   /** Waits for every pending entry write. */

@@ -4,6 +4,8 @@ import Keyv from 'keyv';
 import KeyvSqlite from '@keyv/sqlite';
 import { StoreError } from '../core/errors.ts';
 import type { SessionEntry } from './entry.ts';
+import { deserializeKeyv, serializeKeyv } from './keyv-codec.ts';
+import { SqliteKeyvAdapter } from './sqlite-keyv-adapter.ts';
 
 /** Filters of {@link SessionStore.list}. */
 export interface ListSessionsOptions {
@@ -30,20 +32,41 @@ export interface SessionStore {
   list(options?: ListSessionsOptions): Promise<SessionPage>;
   count(): Promise<number>;
   close(): Promise<void>;
+  /**
+   * The entry in the form the store writes, serialized now (optional). The manager freezes each save with it
+   * instead of a deep copy and writes the text later with {@link setSerialized}: one serialization per write.
+   */
+  serialize?(entry: SessionEntry): string;
+  /** Writes an entry serialized by {@link serialize}. */
+  setSerialized?(key: string, serialized: string): Promise<void>;
 }
 
 const NAMESPACE = 'sessions';
 
+/** A value already in keyv's stored form (from {@link KeyvSessionStore.serialize}); keyv writes it as it is. */
+class Serialized {
+  constructor(readonly text: string) {}
+}
+
+/** keyv's serializer: its own format, written once (no TTL is ever set, so `expires` is always absent). */
+const serialize = (data: { value?: unknown; expires?: number | null }): string =>
+  data.value instanceof Serialized ? data.value.text : serializeKeyv(data);
+
+/** What list and count query: @keyv/sqlite, or the adapter that reads through it. */
+type Queryable = { query(sql: string, ...params: unknown[]): Promise<unknown> };
+
 /**
- * Session entries in keyv. With a `sqlite://` URI it uses `@keyv/sqlite` in WAL mode (readers in other
- * processes, such as `switchboard sessions`, never block the gateway) and pages with an index range scan.
+ * Session entries in keyv. With a `sqlite://` URI the table is `@keyv/sqlite`'s, in WAL mode (readers in other
+ * processes, such as `switchboard sessions`, never block the gateway); @keyv/sqlite reads it and pages with an
+ * index range scan, and writes go through {@link SqliteKeyvAdapter} (prepared statements on a connection of
+ * their own). Every value is serialized once, in keyv's own format.
  */
 export class KeyvSessionStore implements SessionStore {
   private readonly keyv: Keyv<SessionEntry>;
-  private readonly sqlite?: KeyvSqlite;
+  private readonly sqlite?: Queryable;
   private readonly ready: Promise<void>;
 
-  private constructor(keyv: Keyv<SessionEntry>, sqlite: KeyvSqlite | undefined, ready: Promise<void>) {
+  private constructor(keyv: Keyv<SessionEntry>, sqlite: Queryable | undefined, ready: Promise<void>) {
     this.keyv = keyv;
     this.sqlite = sqlite;
     this.ready = ready;
@@ -55,15 +78,19 @@ export class KeyvSessionStore implements SessionStore {
       const file = uri.slice('sqlite://'.length);
       if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
       const sqlite = new KeyvSqlite({ uri, table: 'keyv', keySize: 1024, busyTimeout: 5000 });
-      const keyv = new Keyv<SessionEntry>({ store: sqlite, namespace: NAMESPACE, useKeyPrefix: true });
+      let adapter: KeyvSqlite | SqliteKeyvAdapter = sqlite;
       const ready = (async () => {
         await sqlite.query('PRAGMA journal_mode=WAL');
         await sqlite.query('PRAGMA synchronous=NORMAL');
-      })().catch((error: unknown) => {
+        // A second connection to `:memory:` would be another database: there @keyv/sqlite writes too.
+        if (file !== ':memory:') adapter = new SqliteKeyvAdapter({ reader: sqlite, file, table: 'keyv', keySize: 1024, busyTimeoutMs: 5000 });
+      })().catch(async (error: unknown) => {
+        await sqlite.disconnect().catch(() => undefined);
         throw new StoreError(`Cannot open the session store at ${file}: ${(error as Error).message}. Check that the folder is writable.`, error);
       });
       await ready;
-      return new KeyvSessionStore(keyv, sqlite, ready);
+      const keyv = new Keyv<SessionEntry>({ store: adapter, namespace: NAMESPACE, useKeyPrefix: true, serialize, deserialize: deserializeKeyv, throwOnErrors: true });
+      return new KeyvSessionStore(keyv, adapter, ready);
     }
     const scheme = uri.split(':')[0] ?? '';
     let adapter: unknown;
@@ -73,7 +100,7 @@ export class KeyvSessionStore implements SessionStore {
     } catch (error) {
       throw new StoreError(`The store URI "${scheme}://..." needs the package @keyv/${scheme}: run npm install @keyv/${scheme}, or use sqlite://.`, error);
     }
-    const keyv = new Keyv<SessionEntry>({ store: adapter as never, namespace: NAMESPACE });
+    const keyv = new Keyv<SessionEntry>({ store: adapter as never, namespace: NAMESPACE, serialize, deserialize: deserializeKeyv, throwOnErrors: true });
     return new KeyvSessionStore(keyv, undefined, Promise.resolve());
   }
 
@@ -86,13 +113,21 @@ export class KeyvSessionStore implements SessionStore {
   }
 
   async set(entry: SessionEntry): Promise<void> {
+    await this.setSerialized(entry.key, this.serialize(entry));
+  }
+
+  serialize(entry: SessionEntry): string {
+    return serializeKeyv({ value: entry });
+  }
+
+  async setSerialized(key: string, serialized: string): Promise<void> {
     let ok: boolean;
     try {
-      ok = await this.keyv.set(entry.key, entry);
+      ok = await this.keyv.set(key, new Serialized(serialized) as unknown as SessionEntry);
     } catch (error) {
-      throw new StoreError(`Writing session ${entry.key} failed: ${(error as Error).message}`, error);
+      throw new StoreError(`Writing session ${key} failed: ${(error as Error).message}`, error);
     }
-    if (!ok) throw new StoreError(`Writing session ${entry.key} failed.`);
+    if (!ok) throw new StoreError(`Writing session ${key} failed.`);
   }
 
   async delete(key: string): Promise<boolean> {
