@@ -65,13 +65,8 @@ export function withoutRuntimeLine(content: string): string {
  */
 export function buildContext(input: ContextInput): BuiltContext {
   const { model } = input;
-  const identity = identityText(input);
-  const toolsText = input.tools.length
-    ? `## Tools\nYou can call these tools (their descriptions and parameters come with the request): ${input.tools.map((t) => t.name).join(', ')}.`
-    : 'You have no tools in this session.';
-  const bootstrapText = input.bootstrap?.length ? renderBootstrap(input.bootstrap, input.bootstrapLimits ?? { maxChars: 0, totalMaxChars: 0 }) : '';
-  const goal = input.entry.goal ? `Standing goal of this conversation: ${input.entry.goal}` : '';
-  const system = [identity, toolsText, bootstrapText, sessionFacts(input), goal].filter(Boolean).join('\n\n');
+  const part = systemPart(input);
+  const system = part.text;
 
   const components: InputComponents = { system: 0, bootstrap: 0, tools: 0, history: 0, toolResults: 0, userInput: 0 };
   const messages: ChatMessage[] = [];
@@ -86,17 +81,16 @@ export function buildContext(input: ContextInput): BuiltContext {
   // The summary joins the one system message: several system messages, or one after the first, are refused
   // by some OpenAI-compatible servers' chat templates. A compaction changes the prefix anyway.
   const summaryText = summary ? summaryMessage(summary) : '';
-  const systemTokens = push({ role: 'system', content: summaryText ? `${system}\n\n${summaryText}` : system });
+  const systemTokens = summaryText
+    ? push({ role: 'system', content: `${system}\n\n${summaryText}` })
+    : push({ role: 'system', content: system }, part.tokens);
   const summaryTokens = summaryText ? countTokens(`\n\n${summaryText}`, model) : 0;
   components.history += summaryTokens;
-  const bootstrapTokens = bootstrapText ? countTokens(bootstrapText, model) : 0;
-  const toolsTextTokens = countTokens(toolsText, model);
-  components.bootstrap += bootstrapTokens;
-  components.tools += toolsTextTokens;
-  components.system += REQUEST_OVERHEAD + systemTokens - bootstrapTokens - toolsTextTokens - summaryTokens;
-  const toolTokens = input.tools.map((t) => toolSchemaTokens(t, model));
+  components.bootstrap += part.bootstrapTokens;
+  components.tools += part.toolsTextTokens;
+  components.system += REQUEST_OVERHEAD + systemTokens - part.bootstrapTokens - part.toolsTextTokens - summaryTokens;
+  const toolTokens = part.toolTokens.slice();
   components.tools += toolTokens.reduce((a, b) => a + b, 0);
-
 
   const paired = pairToolCalls(kept);
   const lastUserIndex = findLastIndex(paired, (m) => m.role === 'user');
@@ -174,6 +168,51 @@ export function pairToolCalls(messages: readonly TranscriptMessage[]): Transcrip
   return out;
 }
 
+/** The system message of a session without the summary, and what its parts cost. */
+interface SystemPart {
+  /** What it was made from, compared by identity or value. */
+  inputs: readonly unknown[];
+  text: string;
+  /** Tokens of the system message holding `text` (per-message overhead included). */
+  tokens: number;
+  bootstrapTokens: number;
+  toolsTextTokens: number;
+  toolTokens: readonly number[];
+}
+
+/** Per live session entry: its system part, rebuilt only when one of its inputs changed. */
+const systemParts = new WeakMap<SessionEntry, SystemPart>();
+
+/**
+ * The system message of the session and its token counts, cached per session entry: its inputs (agent,
+ * prompt, tool list, bootstrap files, model, zone, chat, goal) change at most a few times per session, and
+ * the loaded bootstrap files and enabled tool schemas are kept as the same arrays until they change.
+ */
+function systemPart(input: ContextInput): SystemPart {
+  const { entry, model } = input;
+  const inputs = [
+    input.agent, entry.overrides.systemPrompt, input.tools, input.bootstrap, input.bootstrapLimits?.totalMaxChars,
+    model, input.timezone, entry.chatType, entry.channel, entry.goal,
+  ];
+  const cached = systemParts.get(entry);
+  if (cached && cached.inputs.every((value, i) => value === inputs[i])) return cached;
+  const toolsText = input.tools.length
+    ? `## Tools\nYou can call these tools (their descriptions and parameters come with the request): ${input.tools.map((t) => t.name).join(', ')}.`
+    : 'You have no tools in this session.';
+  const bootstrapText = input.bootstrap?.length ? renderBootstrap(input.bootstrap, input.bootstrapLimits ?? { maxChars: 0, totalMaxChars: 0 }) : '';
+  const goal = entry.goal ? `Standing goal of this conversation: ${entry.goal}` : '';
+  const text = [identityText(input), toolsText, bootstrapText, sessionFacts(input), goal].filter(Boolean).join('\n\n');
+  const part: SystemPart = {
+    inputs, text,
+    tokens: chatMessageTokens({ role: 'system', content: text }, model),
+    bootstrapTokens: bootstrapText ? countTokens(bootstrapText, model) : 0,
+    toolsTextTokens: countTokens(toolsText, model),
+    toolTokens: input.tools.map((t) => toolSchemaTokens(t, model)),
+  };
+  systemParts.set(entry, part);
+  return part;
+}
+
 function identityText(input: ContextInput): string {
   const lines = [`You are ${input.agent.name}, an assistant reached through Switchboard, a chat gateway. Answer in the user's language, concisely, in Markdown.`];
   const prompt = input.entry.overrides.systemPrompt ?? input.agent.systemPrompt;
@@ -188,11 +227,19 @@ function sessionFacts(input: ContextInput): string {
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
 const lines = new Map<string, { text: string; tokens: number }>();
+/** From 1973 on every zone's UTC offset is whole minutes, so one UTC minute is one local minute. */
+const WHOLE_MINUTE_OFFSETS = Date.UTC(1973, 0, 1);
 
-/** The runtime line of one user message (its time, in the session's zone) and its tokens; memoized, as every request renders them all. */
+/**
+ * The runtime line of one user message (its time, in the session's zone) and its tokens. The line shows
+ * minutes, so it is made and counted once per minute, zone and model: every request renders them all, and
+ * the messages of one minute share it.
+ */
 function runtimeLine(at: string, input: ContextInput): { text: string; tokens: number } {
   const zone = input.timezone ?? 'UTC';
-  const key = `${input.model}\u0000${zone}\u0000${at}`;
+  const parsed = Date.parse(at);
+  const time = Number.isNaN(parsed) ? input.now : parsed;
+  const key = `${input.model}\u0000${zone}\u0000${time >= WHOLE_MINUTE_OFFSETS ? Math.floor(time / 60_000) : `at ${time}`}`;
   const hit = lines.get(key);
   if (hit) return hit;
   let format = formatters.get(zone);
@@ -200,8 +247,7 @@ function runtimeLine(at: string, input: ContextInput): { text: string; tokens: n
     format = new Intl.DateTimeFormat('en-CA', { timeZone: zone, weekday: 'short', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
     formatters.set(zone, format);
   }
-  const parsed = Date.parse(at);
-  const text = `${RUNTIME_PREFIX} ${format.format(Number.isNaN(parsed) ? input.now : parsed)} (${zone})`;
+  const text = `${RUNTIME_PREFIX} ${format.format(time)} (${zone})`;
   const line = { text, tokens: countTokens(`${text}\n`, input.model) };
   if (lines.size >= 8192) lines.delete(lines.keys().next().value as string);
   lines.set(key, line);
