@@ -95,11 +95,14 @@ interface WorkspaceState {
   loadedAt: number;
   dirty: boolean;
   watcher?: FSWatcher;
+  /** While the folder is missing: a watch on its nearest existing ancestor, for the folder's creation. */
+  ancestorWatcher?: FSWatcher;
 }
 
 /**
  * Reads the bootstrap files of a workspace. A loaded workspace is reused until its folder reports a change
  * (fs.watch), so a turn costs no file system calls; a file is re-read only when its size or mtime changed.
+ * A missing folder is remembered the same way: its nearest existing ancestor is watched until it appears.
  */
 export class BootstrapLoader {
   private readonly cache = new Map<string, { mtimeMs: number; size: number; text: string }>();
@@ -114,8 +117,12 @@ export class BootstrapLoader {
     state.loadedAt = performance.now();
     let files: { name: string; path: string; raw?: string }[];
     if (!(await isDirectory(workspace))) {
+      // A watcher of a removed folder would never fire again.
+      closeWatcher(state, 'watcher');
+      await this.watchForCreation(workspace, state);
       files = BOOTSTRAP_FILES.map((name) => ({ name, path: path.join(workspace, name) }));
     } else {
+      closeWatcher(state, 'ancestorWatcher');
       this.watch(workspace, state);
       files = await Promise.all(BOOTSTRAP_FILES.map(async (name) => {
         const file = path.join(workspace, name);
@@ -123,7 +130,7 @@ export class BootstrapLoader {
       }));
     }
     // A watcher that could not be set up leaves the state dirty, so the next turn looks again.
-    if (!state.watcher) state.dirty = true;
+    if (!state.watcher && !state.ancestorWatcher) state.dirty = true;
     state.files = applyBootstrapLimits(files, limits);
     state.limitsKey = limitsKey;
     return state.files;
@@ -131,8 +138,46 @@ export class BootstrapLoader {
 
   /** Stops watching every workspace. */
   close(): void {
-    for (const state of this.workspaces.values()) state.watcher?.close();
+    for (const state of this.workspaces.values()) {
+      closeWatcher(state, 'watcher');
+      closeWatcher(state, 'ancestorWatcher');
+    }
     this.workspaces.clear();
+  }
+
+  /** Watches the nearest existing ancestor of a missing folder for the next step toward it. */
+  private async watchForCreation(workspace: string, state: WorkspaceState): Promise<void> {
+    if (state.ancestorWatcher) return;
+    let child = path.resolve(workspace);
+    let parent = path.dirname(child);
+    while (parent !== child && !(await isDirectory(parent))) {
+      child = parent;
+      parent = path.dirname(parent);
+    }
+    // Another turn may have set it up meanwhile.
+    if (parent === child || state.ancestorWatcher) return;
+    const name = path.basename(child);
+    try {
+      const watcher = watch(parent, { persistent: false }, (_event, filename) => {
+        if (filename !== null && filename.toString() !== name) return;
+        // The next turn looks again (and then watches the folder itself, or the next missing step).
+        state.dirty = true;
+        closeWatcher(state, 'ancestorWatcher');
+      });
+      watcher.on('error', () => {
+        state.dirty = true;
+        closeWatcher(state, 'ancestorWatcher');
+      });
+      state.ancestorWatcher = watcher;
+    } catch {
+      state.ancestorWatcher = undefined;
+      return;
+    }
+    // Created between the look and the watch: no event will tell.
+    if (await isDirectory(child)) {
+      state.dirty = true;
+      closeWatcher(state, 'ancestorWatcher');
+    }
   }
 
   private watch(workspace: string, state: WorkspaceState): void {
@@ -140,8 +185,7 @@ export class BootstrapLoader {
     try {
       state.watcher = watch(workspace, { persistent: false }, () => { state.dirty = true; });
       state.watcher.on('error', () => {
-        state.watcher?.close();
-        state.watcher = undefined;
+        closeWatcher(state, 'watcher');
         state.dirty = true;
       });
     } catch {
@@ -168,6 +212,12 @@ export class BootstrapLoader {
       return undefined;
     }
   }
+}
+
+function closeWatcher(state: WorkspaceState, which: 'watcher' | 'ancestorWatcher'): void {
+  const watcher = state[which];
+  state[which] = undefined;
+  watcher?.close();
 }
 
 async function isDirectory(dir: string): Promise<boolean> {

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyBootstrapLimits, BootstrapLoader, renderBootstrap, truncateMiddle } from '../../src/agent/bootstrap.ts';
@@ -78,6 +78,41 @@ describe('bootstrap files', () => {
     }
     expect(second[0]!.content).toBe('Always answer in limericks, and never in haiku.');
     expect(second[3]).toMatchObject({ name: 'USER.md', status: 'ok', content: 'The user is called Ada.' });
+    loader.close();
+  });
+
+  it('remembers a missing workspace (no look per turn) until a watcher sees it created, also after it was removed', async () => {
+    tmp = tempDir();
+    const ws = path.join(tmp.dir, 'not', 'yet', 'ws');
+    const limits = { maxChars: 20_000, totalMaxChars: 150_000 };
+    const loader = new BootstrapLoader();
+    const waitFor = async (done: (files: Awaited<ReturnType<BootstrapLoader['load']>>) => boolean) => {
+      let files = await loader.load(ws, limits);
+      for (let i = 0; i < 300 && !done(files); i++) {
+        await new Promise((r) => setTimeout(r, 10));
+        files = await loader.load(ws, limits);
+      }
+      return files;
+    };
+    const missing = await loader.load(ws, limits);
+    expect(missing.every((f) => f.status === 'missing')).toBe(true);
+    // The remembered result comes back as it is: the folder is not looked for again.
+    expect(await loader.load(ws, limits)).toBe(missing);
+    expect(await loader.load(ws, limits)).toBe(missing);
+
+    mkdirSync(ws, { recursive: true });
+    writeFileSync(path.join(ws, 'SOUL.md'), 'Be kind.');
+    const created = await waitFor((files) => files[1]!.status === 'ok');
+    expect(created[1]).toMatchObject({ name: 'SOUL.md', status: 'ok', content: 'Be kind.' });
+    expect(await loader.load(ws, limits)).toBe(created);
+
+    rmSync(path.join(tmp.dir, 'not'), { recursive: true });
+    const gone = await waitFor((files) => files[1]!.status === 'missing');
+    expect(gone.every((f) => f.status === 'missing')).toBe(true);
+    mkdirSync(ws, { recursive: true });
+    writeFileSync(path.join(ws, 'SOUL.md'), 'Be kinder.');
+    const back = await waitFor((files) => files[1]!.content === 'Be kinder.');
+    expect(back[1]).toMatchObject({ status: 'ok', content: 'Be kinder.' });
     loader.close();
   });
 });
