@@ -1,23 +1,44 @@
-import { appendFile, mkdir } from 'node:fs/promises';
+import { appendFile, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { loadConfig } from '../src/config/load.ts';
 import { silentLogger } from '../src/core/logger.ts';
 import type { InboundMessage } from '../src/core/message.ts';
-import { startGateway } from '../src/main.ts';
-import { mean, nowMs, percentile, round } from './stats.ts';
+import { startGateway, type RunningGateway } from '../src/main.ts';
+import { nowMs, percentile, round } from './stats.ts';
+
+/** Throughput and latency of one side at one level: medians over the paired rounds. */
+export interface E2eSide {
+  messagesPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Mean bytes of a request body the fake LLM received. */
+  requestBytes: number;
+}
 
 /** One concurrency level: gateway vs floor. */
 export interface E2eLevel {
   concurrency: number;
   messages: number;
-  floor: { messagesPerSecond: number; p50Ms: number; p99Ms: number };
-  gateway: { messagesPerSecond: number; p50Ms: number; p99Ms: number };
-  /** gateway throughput / floor throughput. */
+  rounds: number;
+  floor: E2eSide;
+  gateway: E2eSide;
+  /** Median over the rounds of gateway throughput / floor throughput of the same round. */
   throughputRatio: number;
-  /** gateway p99 − floor p99 (ms). */
+  /** gateway p99 − floor p99 (ms, medians). */
   addedP99Ms: number;
   addedP50Ms: number;
+}
+
+/**
+ * What the gateway's requests carry besides the conversation, taken from the gateway itself so that the floor
+ * sends the same bytes: its system message, its tool schemas (the default `messaging` preset) and the
+ * `[Runtime]` line at the head of each user message.
+ */
+interface RequestShape {
+  system: string;
+  tools: OpenAI.Chat.Completions.ChatCompletionTool[];
+  runtimeLine: string;
 }
 
 /** Sessions are replaced every this many messages so histories stay short and alike on both sides. */
@@ -38,16 +59,22 @@ async function closedLoop(concurrency: number, total: number, send: (worker: num
   return { seconds: (nowMs() - t0) / 1000, latencies };
 }
 
-/** The floor: the same openai client, the same fake server, history kept in memory, one JSONL append per message. */
-async function floorRun(baseURL: string, dir: string, concurrency: number, total: number, tag: string) {
+/**
+ * The floor: the same openai client, the same fake server, history kept in memory, one JSONL append per
+ * message, and the same request bytes as the gateway (its system message, tools and runtime lines).
+ */
+async function floorRun(baseURL: string, dir: string, concurrency: number, total: number, tag: string, shape: RequestShape) {
   const client = new OpenAI({ apiKey: 'sk-bench', baseURL, maxRetries: 2 });
   const histories = new Map<string, { role: 'user' | 'assistant'; content: string }[]>();
   await mkdir(dir, { recursive: true });
   return closedLoop(concurrency, total, async (w, i) => {
     const session = `${tag}-${w}-${Math.floor(i / TURNS_PER_SESSION)}`;
     const history = histories.get(session) ?? [];
-    const text = `message ${i} from worker ${w}`;
-    const completion = await client.chat.completions.create({ model: 'bench', messages: [{ role: 'system', content: SYSTEM }, ...history, { role: 'user', content: text }], max_completion_tokens: 4096 });
+    const text = `${shape.runtimeLine}\nmessage ${i} from worker ${w}`;
+    const completion = await client.chat.completions.create({
+      model: 'bench', messages: [{ role: 'system', content: shape.system }, ...history, { role: 'user', content: text }], max_completion_tokens: 4096,
+      ...(shape.tools.length ? { tools: shape.tools } : {}), stream: false,
+    });
     const answer = completion.choices[0]?.message.content ?? '';
     history.push({ role: 'user', content: text }, { role: 'assistant', content: answer });
     histories.set(session, history);
@@ -55,8 +82,11 @@ async function floorRun(baseURL: string, dir: string, concurrency: number, total
   });
 }
 
-/** The gateway: in-process channel → key → lane → runtime → openai provider → fake → transcript → reply. */
-async function gatewayRun(baseURL: string, dir: string, concurrency: number, total: number, tag: string) {
+/**
+ * The gateway: in-process channel → key → lane → runtime → openai provider → fake → transcript → reply, with
+ * the default tool preset. `capture` receives the shape of its requests (the floor copies it).
+ */
+async function gatewayRun(baseURL: string, dir: string, concurrency: number, total: number, tag: string, capture?: (shape: RequestShape) => void) {
   const config = loadConfig({
     cwd: dir, env: {}, dotenv: false,
     overrides: {
@@ -68,7 +98,7 @@ async function gatewayRun(baseURL: string, dir: string, concurrency: number, tot
   });
   const gw = await startGateway({ config, listen: false, adapters: [], logger: silentLogger() });
   try {
-    return await closedLoop(concurrency, total, async (w, i) => {
+    const run = await closedLoop(concurrency, total, async (w, i) => {
       const peer = `${tag}-${w}-${Math.floor(i / TURNS_PER_SESSION)}`;
       const message: InboundMessage = {
         id: `${peer}-${i}`, channel: 'webchat', accountId: 'default', chatType: 'direct', chatId: peer, peerId: peer,
@@ -78,41 +108,78 @@ async function gatewayRun(baseURL: string, dir: string, concurrency: number, tot
       const result = await submission.done;
       if (result?.outcome !== 'replied') throw new Error(`turn ${result?.outcome}: ${result?.replies[0]?.text}`);
     });
+    if (capture) capture(await requestShape(gw));
+    return run;
   } finally {
     await gw.stop();
   }
 }
 
-const summarize = (run: { seconds: number; latencies: number[] }, total: number) => ({
-  messagesPerSecond: round(run.latencies.length / run.seconds, 0),
-  p50Ms: round(percentile(run.latencies, 50), 3),
-  p99Ms: round(percentile(run.latencies, 99), 3),
-  meanMs: round(mean(run.latencies), 3),
-  messages: total,
-});
+/** The shape of the next request of one of the gateway's sessions. */
+async function requestShape(gw: RunningGateway): Promise<RequestShape> {
+  const session = gw.sessions.activeSessions().next().value;
+  if (!session) throw new Error('no session to take the request shape from');
+  const { context, tools } = await gw.runtime.contextEngine.assemble(session);
+  const user = context.messages.findLast((m) => m.role === 'user')?.content ?? '';
+  return {
+    system: context.messages[0]?.content ?? '',
+    tools: tools.map((t) => ({ type: 'function' as const, function: t })),
+    runtimeLine: user.slice(0, Math.max(0, user.indexOf('\n'))),
+  };
+}
 
-/** Measures end-to-end throughput and latency at each concurrency, floor and gateway alternating. */
-export async function runE2eBench(options: { baseURL: string; dir: string; concurrencies: number[]; messages: (c: number) => number }): Promise<E2eLevel[]> {
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+async function requestBytes(baseURL: string): Promise<number> {
+  const stats = await (await fetch(new URL('/stats', baseURL))).json() as { requests: number; bytes: number };
+  return stats.requests ? stats.bytes / stats.requests : 0;
+}
+
+/**
+ * Measures end-to-end throughput and latency at each concurrency: after a warm-up of both, `rounds` adjacent
+ * floor/gateway pairs (the order alternating), reported as medians; the ratio is the median of the pairs' ratios.
+ */
+export async function runE2eBench(options: { baseURL: string; dir: string; concurrencies: number[]; messages: (c: number) => number; rounds: number }): Promise<E2eLevel[]> {
   const levels: E2eLevel[] = [];
   for (const concurrency of options.concurrencies) {
     const total = options.messages(concurrency);
-    // Warm both paths (JIT, keep-alive sockets), then measure floor, gateway, floor, gateway and keep the better of each.
-    await floorRun(options.baseURL, path.join(options.dir, `warm-floor-${concurrency}`), concurrency, Math.min(total, 200), 'warm');
-    await gatewayRun(options.baseURL, path.join(options.dir, `warm-gw-${concurrency}`), concurrency, Math.min(total, 200), 'warm');
-    const floors = [];
-    const gateways = [];
-    for (let round = 0; round < 2; round++) {
-      floors.push(summarize(await floorRun(options.baseURL, path.join(options.dir, `floor-${concurrency}-${round}`), concurrency, total, `f${round}`), total));
-      gateways.push(summarize(await gatewayRun(options.baseURL, path.join(options.dir, `gw-${concurrency}-${round}`), concurrency, total, `g${round}`), total));
+    let shape: RequestShape | undefined;
+    await gatewayRun(options.baseURL, path.join(options.dir, `warm-gw-${concurrency}`), concurrency, Math.min(total, 200), 'warm', (s) => { shape = s; });
+    if (!shape) throw new Error('no request shape');
+    const floorShape = shape;
+    await floorRun(options.baseURL, path.join(options.dir, `warm-floor-${concurrency}`), concurrency, Math.min(total, 200), 'warm', floorShape);
+    await requestBytes(options.baseURL);
+    const floors: (E2eSide & { raw: number })[] = [];
+    const gateways: (E2eSide & { raw: number })[] = [];
+    const measure = async (side: 'floor' | 'gateway', index: number) => {
+      const dir = path.join(options.dir, `${side}-${concurrency}-${index}`);
+      const run = side === 'floor'
+        ? await floorRun(options.baseURL, dir, concurrency, total, `f${index}`, floorShape)
+        : await gatewayRun(options.baseURL, dir, concurrency, total, `g${index}`);
+      const bytes = await requestBytes(options.baseURL);
+      (side === 'floor' ? floors : gateways).push({
+        raw: run.latencies.length / run.seconds, messagesPerSecond: round(run.latencies.length / run.seconds, 0),
+        p50Ms: percentile(run.latencies, 50), p99Ms: percentile(run.latencies, 99), requestBytes: bytes,
+      });
+      await rm(dir, { recursive: true, force: true });
+    };
+    for (let r = 0; r < options.rounds; r++) {
+      const order: ('floor' | 'gateway')[] = r % 2 ? ['gateway', 'floor'] : ['floor', 'gateway'];
+      for (const side of order) await measure(side, r);
     }
-    const best = <T extends { messagesPerSecond: number }>(runs: T[]) => runs.reduce((a, b) => (b.messagesPerSecond > a.messagesPerSecond ? b : a));
-    const floor = best(floors);
-    const gateway = best(gateways);
+    const side = (runs: (E2eSide & { raw: number })[]): E2eSide => ({
+      messagesPerSecond: round(median(runs.map((x) => x.raw)), 0), p50Ms: round(median(runs.map((x) => x.p50Ms)), 3),
+      p99Ms: round(median(runs.map((x) => x.p99Ms)), 3), requestBytes: round(median(runs.map((x) => x.requestBytes)), 0),
+    });
+    const floor = side(floors);
+    const gateway = side(gateways);
     levels.push({
-      concurrency, messages: total,
-      floor: { messagesPerSecond: floor.messagesPerSecond, p50Ms: floor.p50Ms, p99Ms: floor.p99Ms },
-      gateway: { messagesPerSecond: gateway.messagesPerSecond, p50Ms: gateway.p50Ms, p99Ms: gateway.p99Ms },
-      throughputRatio: round(gateway.messagesPerSecond / floor.messagesPerSecond, 3),
+      concurrency, messages: total, rounds: options.rounds, floor, gateway,
+      throughputRatio: round(median(gateways.map((g, i) => g.raw / (floors[i] as { raw: number }).raw)), 3),
       addedP99Ms: round(gateway.p99Ms - floor.p99Ms, 3),
       addedP50Ms: round(gateway.p50Ms - floor.p50Ms, 3),
     });

@@ -28,12 +28,26 @@ function answer(body: Body): string {
   return done < rounds ? toolCall(model, done) : reply(model);
 }
 
+/** Requests and their body bytes since the last `GET /stats` (which answers and resets them). */
+let requests = 0;
+let bytes = 0;
+
 const server = createServer((req, res) => {
+  if (req.method === 'GET' && req.url === '/stats') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ requests, bytes }));
+    requests = 0;
+    bytes = 0;
+    return;
+  }
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
+    const raw = Buffer.concat(chunks);
+    requests++;
+    bytes += raw.length;
     let body: Body = {};
-    try { body = JSON.parse(Buffer.concat(chunks).toString()) as Body; } catch { /* answer plainly */ }
+    try { body = JSON.parse(raw.toString()) as Body; } catch { /* answer plainly */ }
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(answer(body));
   });

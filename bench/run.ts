@@ -42,12 +42,13 @@ async function main(): Promise<void> {
       try {
         const e2e = await runE2eBench({
           baseURL: llm.baseURL, dir: path.join(work, 'e2e'), concurrencies: [1, 16, 256],
-          messages: (c) => (quick ? Math.max(300, c * 4) : Math.max(3000, c * 20)),
+          messages: (c) => (quick ? Math.max(300, c * 4) : Math.max(3000, c * 20)), rounds: quick ? 3 : 5,
         });
         results.e2e = e2e;
-        table('1. End to end (gateway vs floor: same openai client + one JSONL append per message)', e2e.map((l) => ({
-          sessions: l.concurrency, messages: l.messages, 'floor msg/s': l.floor.messagesPerSecond, 'gateway msg/s': l.gateway.messagesPerSecond,
+        table('1. End to end (gateway vs floor: same openai client, same request bytes, one JSONL append per message; medians of paired rounds)', e2e.map((l) => ({
+          sessions: l.concurrency, messages: l.messages, rounds: l.rounds, 'floor msg/s': l.floor.messagesPerSecond, 'gateway msg/s': l.gateway.messagesPerSecond,
           'gateway/floor': l.throughputRatio, 'floor p50 ms': l.floor.p50Ms, 'gw p50 ms': l.gateway.p50Ms, 'floor p99 ms': l.floor.p99Ms, 'gw p99 ms': l.gateway.p99Ms, 'added p99 ms': l.addedP99Ms,
+          'floor req B': l.floor.requestBytes, 'gw req B': l.gateway.requestBytes,
         })));
       } finally {
         await llm.stop();
