@@ -52,7 +52,14 @@ export function serializeError(error: Error, secrets: readonly string[] = [], de
   }
   const code = (error as { code?: unknown }).code;
   if (code !== undefined) out.code = scrub(code);
-  if (error.cause !== undefined) out.cause = depth >= MAX_DEPTH ? String(error.cause) : scrub(error.cause);
+  if (error.cause !== undefined) {
+    // Past the depth limit a cause becomes one line, scrubbed like every other string (it may quote a secret).
+    const cause: unknown = error.cause;
+    const oneLine = cause instanceof Error ? `${cause.name}: ${cause.message}`
+      : typeof cause === 'string' ? cause
+        : typeof cause === 'number' || typeof cause === 'boolean' || typeof cause === 'bigint' ? cause.toString() : `[${typeof cause}]`;
+    out.cause = depth >= MAX_DEPTH ? scrub(oneLine) : scrub(cause);
+  }
   if (error instanceof AggregateError && Array.isArray(error.errors)) out.errors = error.errors.slice(0, 10).map(scrub);
   return out;
 }
