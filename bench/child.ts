@@ -8,7 +8,7 @@ const root = path.resolve(import.meta.dirname, '..');
 export async function startFakeLlmProcess(): Promise<{ baseURL: string; stop: () => Promise<void> }> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench/fake-llm-server.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
+    createInterface({ input: child.stdout }).once('line', resolve);
     child.once('exit', (code) => reject(new Error(`fake LLM exited with ${code}`)));
   });
   return { baseURL: `http://127.0.0.1:${port}/v1`, stop: () => stopChild(child) };

@@ -48,7 +48,7 @@ async function startGateway(stateDir: string): Promise<Running> {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
       const parsed = JSON.parse(line) as { url?: string };
       if (parsed.url) resolve(parsed.url);
     });

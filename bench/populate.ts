@@ -20,7 +20,7 @@ export function sampleEntry(i: number, now = Date.now()): SessionEntry {
 /** The row value keyv writes for an entry (its own serializer, so the gateway reads these rows as its own). */
 export async function serializedRow(entry: SessionEntry): Promise<string> {
   const keyv = new Keyv();
-  return (await keyv.serialize!({ value: entry, expires: undefined })) as string;
+  return await keyv.serialize!({ value: entry, expires: undefined });
 }
 
 function run(db: sqlite3.Database, sql: string, ...params: unknown[]): Promise<void> {

@@ -23,7 +23,7 @@ async function timeToHealthy(stateDir: string, mode: keyof typeof COMMANDS = 'co
   });
   try {
     const url = await new Promise<string>((resolve, reject) => {
-      createInterface({ input: child.stdout! }).on('line', (line) => {
+      createInterface({ input: child.stdout }).on('line', (line) => {
         const parsed = JSON.parse(line) as { url?: string };
         if (parsed.url) resolve(parsed.url);
       });

@@ -84,7 +84,9 @@ async function gatewayRun(baseURL: string, dir: string, concurrency: number, tot
 }
 
 /** Per tool iteration: the gateway (lanes, registry, validation, transcript, checkpoint, accounting) vs the bare client. */
-export async function runToolBench(options: { baseURL: string; dir: string; concurrencies: number[]; messages: number; rounds: number }): Promise<{ levels: ToolLevel[]; schemaTokensByPreset: Record<string, number> }> {
+export async function runToolBench(
+  options: { baseURL: string; dir: string; concurrencies: number[]; messages: number; rounds: number },
+): Promise<{ levels: ToolLevel[]; schemaTokensByPreset: Record<string, number> }> {
   const levels: ToolLevel[] = [];
   const calls = options.rounds + 1;
   for (const concurrency of options.concurrencies) {

@@ -206,7 +206,9 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
         .catch((err: unknown) => logger.warn({ err, channel: adapter.id, accountId: adapter.accountId }, 'could not register chat commands'));
     },
   });
-  const channelReports = () => adapters.map((a, i) => ({ id: a.id, accountId: a.accountId, status: a.status, ...(a.statusDetail ? { detail: a.statusDetail } : {}), supervision: supervisor.health()[i] }));
+  const channelReports = () => adapters.map((a, i) => ({
+    id: a.id, accountId: a.accountId, status: a.status, ...(a.statusDetail ? { detail: a.statusDetail } : {}), supervision: supervisor.health()[i],
+  }));
   const status = () => buildStatusReport({
     version: VERSION, startedAt, now: () => clock.now(),
     channels: () => [
@@ -225,7 +227,9 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   const dmWarning = dmScopeWarning(config, await pairing.paired().catch(() => []));
   if (dmWarning) logger.warn(dmWarning);
   const dashboardAuth = createDashboardAuth({ token: config.gateway.authToken, stateDir: config.stateDir, clock });
-  const live = new DashboardEvents({ events: runtime.events, status, activeSessions: () => sessions.activeSessions(), pairing: () => pairingAdmin(pairing, config).list(), version: VERSION, startedAt, logger });
+  const live = new DashboardEvents({
+    events: runtime.events, status, activeSessions: () => sessions.activeSessions(), pairing: () => pairingAdmin(pairing, config).list(), version: VERSION, startedAt, logger,
+  });
 
   const app = createHttpApp({
     authToken: config.gateway.authToken,
@@ -278,7 +282,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     .then((n) => { if (n) logger.info({ deleted: n }, 'deleted expired transcript archives'); })
     .catch((err: unknown) => logger.warn({ err }, 'archive pruning failed'));
   void prune();
-  const pruneTimer = setInterval(prune, 6 * 3_600_000);
+  const pruneTimer = setInterval(() => void prune(), 6 * 3_600_000);
   pruneTimer.unref();
   // The tokenizer tables take ~0.4 s each to load: load them just after start-up rather than in the first turn.
   setTimeout(() => preloadTokenizers(config.agents.map((a) => a.model)), 250).unref();

@@ -82,8 +82,8 @@ function discordAtoms(source: string, maxUrl: number): MarkupAtom[] {
 
 /** For every line: the fence open after it (if any), and whether it opens one. Found with markdown-it. */
 function fenceStates(source: string, lines: readonly string[]): { after: (Fence | undefined)[]; opener: boolean[] } {
-  const after: (Fence | undefined)[] = new Array(lines.length).fill(undefined);
-  const opener: boolean[] = new Array(lines.length).fill(false);
+  const after = new Array<Fence | undefined>(lines.length).fill(undefined);
+  const opener = new Array<boolean>(lines.length).fill(false);
   for (const token of markdown.parse(source, {})) {
     if (token.type !== 'fence' || !token.map) continue;
     const [start, end] = token.map;

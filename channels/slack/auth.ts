@@ -37,7 +37,7 @@ export async function checkBotToken(options: { token: string; apiUrl: string; ac
     rejectRateLimitedCalls: true,
     timeout: options.timeoutMs,
     // The failure becomes the one line the caller logs; the client's own warnings would repeat it.
-    logger: { ...options.logger, warn: options.logger.debug, error: options.logger.debug },
+    logger: { ...options.logger, warn: (...args: unknown[]) => options.logger.debug(...args), error: (...args: unknown[]) => options.logger.debug(...args) },
   });
   const where = options.apiUrl || 'https://slack.com/api/';
   try {

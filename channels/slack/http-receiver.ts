@@ -83,7 +83,7 @@ export class SlackHttpReceiver implements Receiver {
     const app = this.app;
     if (!this.running || !app) return jsonError(503, 'The Slack channel is not running; Slack will retry.', 'unavailable');
 
-    const outcome: DeliveryOutcome = { rejected: false as DeliveryOutcome['rejected'] };
+    const outcome: DeliveryOutcome = { rejected: false };
     let ackBody: unknown;
     const retry = request.headers.get('x-slack-retry-num');
     const event: ReceiverEvent = {

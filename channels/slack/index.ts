@@ -248,7 +248,8 @@ class SlackChannel implements ChannelAdapter {
   }
 }
 
-const TIMEOUT = Symbol('timeout');
+/** The rejection of {@link withTimeout} (one instance, told apart by identity). */
+const TIMEOUT = new Error('timeout');
 
 async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -31,8 +31,8 @@ export class SlackSocket {
     const bolt = options.boltLogger;
     const logger: BoltLogger = {
       ...bolt,
-      warn: (...args: unknown[]) => (this.quiet ? bolt.debug : bolt.warn)(...args),
-      error: (...args: unknown[]) => (this.quiet ? bolt.debug : bolt.error)(...args),
+      warn: (...args: unknown[]) => (this.quiet ? bolt.debug(...args) : bolt.warn(...args)),
+      error: (...args: unknown[]) => (this.quiet ? bolt.debug(...args) : bolt.error(...args)),
     };
     this.receiver = new SocketModeReceiver({
       appToken: options.appToken,

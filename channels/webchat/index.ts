@@ -46,7 +46,7 @@ export function createWebchatChannel(options: WebchatOptions): ChannelAdapter {
     if (user !== undefined && (typeof user !== 'string' || !/^[\w.@+-]{1,128}$/.test(user))) {
       return fail(400, 'Field "user" must be 1-128 letters, digits or . _ @ + -.', 'invalid_user');
     }
-    const name = (user as string | undefined) ?? 'web';
+    const name = user ?? 'web';
     const message: InboundMessage = {
       id: randomUUID(), channel: 'webchat', accountId: 'default', chatType: 'direct', chatId: name, peerId: name,
       sender: { id: name, name }, text, attachments: [], mentionsBot: true, receivedAt: options.clock.now(),

@@ -142,7 +142,9 @@ export class LedgerHistory {
     this.options.providers.seedOlderRecent(summary.recent());
   }
 
-  private async readInBackground(snapshot: LedgerSnapshot | undefined, archives: { name: string; rotatedAt: number; compressed: boolean }[], start: number, end: number, started: number): Promise<void> {
+  private async readInBackground(
+    snapshot: LedgerSnapshot | undefined, archives: { name: string; rotatedAt: number; compressed: boolean }[], start: number, end: number, started: number,
+  ): Promise<void> {
     const { ledger, logger } = this.options;
     const older: Building = { totals: new RuntimeTotals(this.options.startedAt), summary: new LedgerSummary(this.options.recentLimit) };
     if (snapshot) this.restoreInto(older, snapshot);

@@ -110,7 +110,9 @@ export class RuntimeTotals {
       first: this.first,
       totals: { ...this.totals },
       channels: [...this.channels.entries()].map(([id, t]) => [id, { ...t }]),
-      keys: [...this.keys.entries()].map(([key, { sessionIds, latest, ...totals }]) => [key, { ...totals, sessionIds: [...sessionIds], latest: { sessionId: latest.sessionId, totals: { ...latest.totals } } }]),
+      keys: [...this.keys.entries()].map(([key, { sessionIds, latest, ...totals }]) => [
+        key, { ...totals, sessionIds: [...sessionIds], latest: { sessionId: latest.sessionId, totals: { ...latest.totals } } },
+      ]),
     };
   }
 

@@ -113,7 +113,9 @@ export class BatchRunner {
       const tools = this.deps.toolSchemas(entry, message.ephemeral);
       let response: ProviderResponse;
       try {
-        response = await this.deps.contextEngine.complete(session, { ...input, usage: scope.usage, state: scope.state, logger: scope.logger, tools, turnStartedAt, turnState, ephemeral: message.ephemeral });
+        response = await this.deps.contextEngine.complete(session, {
+          ...input, usage: scope.usage, state: scope.state, logger: scope.logger, tools, turnStartedAt, turnState, ephemeral: message.ephemeral,
+        });
       } catch (error) {
         if (error instanceof BudgetExceededError) return this.refused(session, error.message, checkpoint, background, scope, iteration);
         if (!(error instanceof ContextOverflowError)) throw error;

@@ -28,7 +28,9 @@ export function registerContextCommands(registry: CommandRegistry, engine: Conte
     description: 'summarize the older history now (optional instructions for the summary)',
     usage: '/compact [instructions]',
     async run({ session, message, args, correlationId, signal }) {
-      const scope: CallScope = { correlationId, signal, message, usage: zeroUsage(), state: { estimated: false }, logger: logger.child({ correlationId, sessionKey: session.key }), ephemeral: message.ephemeral };
+      const scope: CallScope = {
+        correlationId, signal, message, usage: zeroUsage(), state: { estimated: false }, logger: logger.child({ correlationId, sessionKey: session.key }), ephemeral: message.ephemeral,
+      };
       let outcome: CompactionOutcome;
       try {
         outcome = await engine.compactNow(session, scope, args || undefined);

@@ -113,7 +113,7 @@ export function buildContext(input: ContextInput): BuiltContext {
     else components.history += tokens;
   });
 
-  const tokens = Object.values(components).reduce((a, b) => a + b, 0);
+  const tokens = (Object.values(components) as number[]).reduce((a, b) => a + b, 0);
   return { messages, components, tokens, messageTokens, toolTokens, kept: paired, ...(summary ? { summary } : {}) };
 }
 

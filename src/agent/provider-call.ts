@@ -46,7 +46,10 @@ export class ProviderCaller {
     const entry = session.entry;
     const t0 = this.deps.clock.now();
     const parentCorrelationId = input.message.internal?.parentCorrelationId;
-    const scope = { correlationId: input.correlationId, sessionKey: session.key, sessionId: entry.sessionId, channel: input.message.channel, agentId: entry.agentId, ...(parentCorrelationId ? { parentCorrelationId } : {}) };
+    const scope = {
+      correlationId: input.correlationId, sessionKey: session.key, sessionId: entry.sessionId, channel: input.message.channel, agentId: entry.agentId,
+      ...(parentCorrelationId ? { parentCorrelationId } : {}),
+    };
     this.checkSessionBudget(entry, context.tokens + provider.maxTokens, input, logger);
     let response: ProviderResponse;
     try {

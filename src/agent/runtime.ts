@@ -163,7 +163,10 @@ export class AgentRuntime {
     const session = message.ephemeral ? this.ephemeralSession(this.initOf(message, input.sessionKey)) : await this.options.sessions.acquire(this.initOf(message, input.sessionKey));
     const started = this.options.clock.now();
     const parentCorrelationId = message.internal?.parentCorrelationId;
-    const scope = (): TurnScope => ({ correlationId, sessionKey: session.key, sessionId: session.entry.sessionId, channel: message.channel, agentId: session.entry.agentId, ...(parentCorrelationId ? { parentCorrelationId } : {}) });
+    const scope = (): TurnScope => ({
+      correlationId, sessionKey: session.key, sessionId: session.entry.sessionId, channel: message.channel, agentId: session.entry.agentId,
+      ...(parentCorrelationId ? { parentCorrelationId } : {}),
+    });
     const usage = zeroUsage();
     const state = { estimated: false, model: undefined as string | undefined };
     let outcome: TurnResult['outcome'] = 'failed';

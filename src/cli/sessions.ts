@@ -28,7 +28,10 @@ async function listSessions(config: ResolvedConfig, options: SessionsOptions): P
   if (target.kind === 'gateway') {
     let cursor: string | undefined;
     do {
-      const query = new URLSearchParams({ limit: String(Math.min(options.limit, 1000)), ...(options.channel ? { channel: options.channel } : {}), ...(options.agent ? { agent: options.agent } : {}), ...(cursor ? { cursor } : {}) });
+      const query = new URLSearchParams({
+        limit: String(Math.min(options.limit, 1000)),
+        ...(options.channel ? { channel: options.channel } : {}), ...(options.agent ? { agent: options.agent } : {}), ...(cursor ? { cursor } : {}),
+      });
       const page = await target.client.get<{ sessions: SessionEntry[]; nextCursor?: string }>(`/admin/sessions?${query}`);
       page.sessions.forEach(keep);
       cursor = page.nextCursor;

@@ -33,7 +33,7 @@ export function knownKeysAt(schema: unknown, keyPath: readonly PropertyKey[]): s
 function valueAt(raw: unknown, keyPath: readonly PropertyKey[]): { found: boolean; value?: unknown } {
   let node = raw;
   for (const key of keyPath) {
-    if (node === null || typeof node !== 'object' || !(String(key) in (node as object))) return { found: false };
+    if (node === null || typeof node !== 'object' || !(String(key) in (node))) return { found: false };
     node = (node as Record<string, unknown>)[String(key)];
   }
   return { found: true, value: node };
@@ -47,6 +47,8 @@ const EXPECTED: Record<string, string> = {
 function shown(value: unknown): string {
   if (value === undefined) return 'nothing';
   const text = JSON.stringify(value);
+  // JSON.stringify gives undefined only for functions and symbols, which String() shows as they are.
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string
   return text === undefined ? String(value) : text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 

@@ -84,7 +84,7 @@ function withEnvReferences(mcp: ParsedConfig['mcp'], env: NodeJS.ProcessEnv): Pa
         return found;
       });
     }
-    servers[name] = { ...server, [field]: resolved } as typeof server;
+    servers[name] = { ...server, [field]: resolved };
   }
   return { ...mcp, servers };
 }
@@ -250,7 +250,7 @@ function expandAccounts<B extends AccountFields & { dmPolicy: ChannelAccountConf
       maxInboundChars: account.maxInboundChars ?? base.maxInboundChars,
       groups: [],
       ...fields,
-    } as ChannelAccountConfig);
+    });
   }
   return out;
 }

@@ -289,7 +289,7 @@ export function splitMarkup(atoms: readonly MarkupAtom[], limit: number): string
 
 /** For each open atom: could its whole span (with the spans around it reopened) fit in one message? */
 function spansThatFit(atoms: readonly MarkupAtom[], prefix: Float64Array, limit: number): boolean[] {
-  const fits: boolean[] = new Array(atoms.length).fill(false);
+  const fits = new Array<boolean>(atoms.length).fill(false);
   const open: { at: number; outer: number }[] = [];
   let outer = 0;
   for (let i = 0; i < atoms.length; i++) {

@@ -175,7 +175,9 @@ export class Gateway {
   }
 
   /** Over `limits.perSender`: not queued, journaled as refused, the sender told once per window (SPEC §14). */
-  private async refuseRate(message: InboundMessage, sessionKey: string, correlationId: string, limited: { retryAfterMs: number; notify: boolean }, logger: Logger, deduped: boolean): Promise<Submission> {
+  private async refuseRate(
+    message: InboundMessage, sessionKey: string, correlationId: string, limited: { retryAfterMs: number; notify: boolean }, logger: Logger, deduped: boolean,
+  ): Promise<Submission> {
     this.stats.rateLimited++;
     const retryAfterSeconds = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
     this.options.runtime.events.emit('onRefusal', { reason: 'rate_limit', correlationId, channel: message.channel, sessionKey, at: this.options.clock.now() });
@@ -250,12 +252,16 @@ export class Gateway {
     }
   }
 
-  private enqueue(message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: { replayed: true; sent: number }): Promise<TurnResult | undefined> {
+  private enqueue(
+    message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: { replayed: true; sent: number },
+  ): Promise<TurnResult | undefined> {
     const onLane = () => this.enqueueOnLane(message, key, correlationId, options, logger, durable, replay);
     return isBackgroundKind(message.internal?.kind) ? this.background.schedule(key, onLane) : onLane();
   }
 
-  private enqueueOnLane(message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: { replayed: true; sent: number }): Promise<TurnResult | undefined> {
+  private enqueueOnLane(
+    message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: { replayed: true; sent: number },
+  ): Promise<TurnResult | undefined> {
     return new Promise((resolve) => {
       this.lanes.enqueue(key, async (laneSignal) => {
         const stopTyping = this.startTyping(message, logger);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bearerAuth } from 'hono/bearer-auth';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
@@ -78,13 +78,16 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       throw new ConfigError('gateway.authToken (SWITCHBOARD_AUTH_TOKEN) may only hold A-Z a-z 0-9 . _ ~ + / - (and = at the end), so that clients can send it as a bearer token.');
     }
     const refuse = (c: Context) => jsonError(c, 401, 'Missing or wrong bearer token: send Authorization: Bearer <gateway.authToken>.', 'unauthorized');
-    const auth = bearerAuth<{ Variables: HttpVariables }>({ token: options.authToken, noAuthenticationHeader: { message: refuse }, invalidAuthenticationHeader: { message: refuse }, invalidToken: { message: refuse } });
+    const auth = bearerAuth<{ Variables: HttpVariables }>({
+      token: options.authToken, noAuthenticationHeader: { message: refuse }, invalidAuthenticationHeader: { message: refuse }, invalidToken: { message: refuse },
+    });
     // Platforms sign their own webhook requests.
-    app.use('*', async (c, next) => {
+    const guard: MiddlewareHandler<{ Variables: HttpVariables }> = async (c, next) => {
       if (c.req.path.startsWith('/webhooks/')) return next();
       const browser = options.browserAuth?.(c);
       return browser === 'allow' ? next() : browser ?? auth(c, next);
-    });
+    };
+    app.use('*', guard);
   } else {
     // No token: only this gateway's own names and pages (DNS rebinding, cross-site requests).
     app.use('*', sameOriginGuard({ host: options.host ?? '127.0.0.1', allowedHosts: options.allowedHosts ?? [] }));
@@ -95,7 +98,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   }));
   for (const mount of options.mounts) mount(app);
   for (const route of options.channelRoutes) {
-    const handler = (c: Context<{ Variables: HttpVariables }>) => route.handle(c.req.raw, c.req.param() as Record<string, string>, { correlationId: c.get('correlationId') });
+    const handler = (c: Context<{ Variables: HttpVariables }>) => route.handle(c.req.raw, c.req.param(), { correlationId: c.get('correlationId') });
     if (route.method === 'GET') app.get(route.path, handler);
     else app.post(route.path, handler);
   }

@@ -49,7 +49,9 @@ export function mountCliRoutes(deps: { sink: InboundSink; clock: Clock }): (app:
         const reply = (result?.replies ?? []).map(outboundText).join('\n\n');
         await stream.writeSSE({
           event: 'done',
-          data: JSON.stringify({ sessionKey: submission.sessionKey, sessionId: result?.sessionId, reply, streamed, correlationId: submission.correlationId, outcome: result?.outcome ?? submission.status }),
+          data: JSON.stringify({
+            sessionKey: submission.sessionKey, sessionId: result?.sessionId, reply, streamed, correlationId: submission.correlationId, outcome: result?.outcome ?? submission.status,
+          }),
         });
       });
     });

@@ -187,7 +187,7 @@ function mapError(error: unknown, providerId: string): ProviderError {
     return new ProviderError('PROVIDER_UNAVAILABLE', `Provider "${providerId}" is unreachable (${error.message}); check its baseUrl and that the server runs.`, { retryable: true, cause: error });
   }
   if (error instanceof APIError) {
-    const status = error.status;
+    const status = error.status as number | undefined;
     const body = error.error as { code?: string; message?: string } | undefined;
     const detail = body?.message ?? error.message;
     if (body?.code === 'context_length_exceeded' || /context[_ ]length|maximum context|too many tokens|context window/i.test(detail ?? '')) {

@@ -1,4 +1,4 @@
-import type { ChannelId, ChatType } from '../core/message.ts';
+import type { ChatType } from '../core/message.ts';
 import { SessionKeyError } from '../core/errors.ts';
 
 /** DM scopes of SPEC §2. */
@@ -7,7 +7,8 @@ export type DmScope = 'main' | 'per-peer' | 'per-channel-peer' | 'per-account-ch
 /** Everything that decides a session key. */
 export interface SessionRoute {
   agentId: string;
-  channel: ChannelId | string;
+  /** A `ChannelId`, or a channel name this version does not know (kept as it is). */
+  channel: string;
   accountId: string;
   chatType: ChatType;
   /** The person, for direct chats. */

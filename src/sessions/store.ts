@@ -180,7 +180,7 @@ export class KeyvSessionStore implements SessionStore {
   }
 
   private async decode(raw: string): Promise<SessionEntry | undefined> {
-    const data = (await this.keyv.deserialize!(raw)) as { value?: SessionEntry } | undefined;
+    const data = await this.keyv.deserialize!<SessionEntry>(raw);
     return data?.value;
   }
 }

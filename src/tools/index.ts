@@ -14,8 +14,8 @@ export interface BuiltinToolDeps {
   sessions: SessionManager;
   reader: SessionReader;
   /** The gateway's sink, once it exists. */
-  sink(): InboundSink;
-  history(entry: SessionEntry): Promise<TranscriptEntry[]>;
+  sink: () => InboundSink;
+  history: (entry: SessionEntry) => Promise<TranscriptEntry[]>;
   timeout?: (ms: number) => TimeoutHandle;
 }
 

@@ -133,7 +133,12 @@ export function sessionTools(deps: SessionToolDeps): Tool[] {
       const caller = ctx.entry;
       if (action === 'list') {
         const list = await visibility.list(caller, limit);
-        return { sessions: list.map((e) => ({ key: e.key, channel: e.channel, runState: e.runState, updatedAt: new Date(e.updatedAt).toISOString(), totalTokens: totalTokens(e.tokens), ...(e.displayName ? { label: e.displayName } : {}) })) };
+        return {
+          sessions: list.map((e) => ({
+            key: e.key, channel: e.channel, runState: e.runState, updatedAt: new Date(e.updatedAt).toISOString(), totalTokens: totalTokens(e.tokens),
+            ...(e.displayName ? { label: e.displayName } : {}),
+          })),
+        };
       }
       if (!sessionKey) return `Error: action "${action}" needs sessionKey.`;
       const target = await visibility.resolve(caller, sessionKey);

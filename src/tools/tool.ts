@@ -51,7 +51,7 @@ export interface Tool<Args = unknown> {
 
 /** Defines a tool with its argument type inferred from the schema. */
 export function defineTool<S extends z.ZodType>(tool: Omit<Tool<z.output<S>>, 'schema'> & { schema: S }): Tool<unknown> {
-  return tool as unknown as Tool<unknown>;
+  return tool;
 }
 
 /** How one call ended (the `outcome` label of the tool-call metric). */

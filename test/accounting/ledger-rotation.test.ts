@@ -12,7 +12,6 @@ import { parsePrometheus, sumOf } from '../http/prometheus.ts';
 import { llmCall, record } from './records.ts';
 
 const sources = { activeSessions: () => 0, evictions: () => 0, queueDepth: () => 0, runningTurns: () => 0, messages: () => ({}) };
-const DAY = 86_400_000;
 const T0 = Date.UTC(2026, 0, 10, 12);
 
 /** The i-th call of a varied history: keys, channels, models, kinds and sessions that change over time. */

@@ -42,7 +42,9 @@ export function fromWire(m: RecordedRequest['body']['messages'][number]): ChatMe
   const out: ChatMessage = { role: m.role as ChatMessage['role'], content: m.content ?? '' };
   if (m.name) out.name = m.name;
   if (m.tool_call_id) out.toolCallId = m.tool_call_id;
-  if (m.tool_calls?.length) out.toolCalls = (m.tool_calls as { id: string; function: { name: string; arguments: string } }[]).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments }));
+  if (m.tool_calls?.length) {
+    out.toolCalls = (m.tool_calls as { id: string; function: { name: string; arguments: string } }[]).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments }));
+  }
   return out;
 }
 

@@ -3,13 +3,11 @@ import { existsSync, readdirSync, readFileSync, readlinkSync, statSync, writeFil
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeTelegram } from '../fakes/fake-telegram.ts';
 import { tempDir } from '../helpers/gateway.ts';
 import { bin, cleanEnv, startProcess } from '../helpers/process.ts';
 
-const execFileP = promisify(execFile);
 
 /** Runs `switchboard <args>` to the end; resolves with its exit code and output (stdin optional). */
 function run(dir: string, args: string[], env: NodeJS.ProcessEnv = {}, input?: string): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -152,13 +152,13 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       return reply(200, { url: `ws://127.0.0.1:${port}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 } });
     }
     if (method === 'GET' && path === '/api/v10/users/@me') return reply(200, userPayload(bot));
-    if (method === 'POST' && (m = /^\/api\/v10\/channels\/(\d+)\/typing$/.exec(path))) return reply(204);
+    if (method === 'POST' && /^\/api\/v10\/channels\/\d+\/typing$/.test(path)) return reply(204);
     if (method === 'POST' && (m = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(path))) {
       const body = call.body ?? {};
-      return reply(200, messagePayload({ id: snowflake(), channel_id: m[1]!, author: bot, content: String(body.content ?? '') }));
+      return reply(200, messagePayload({ id: snowflake(), channel_id: m[1]!, author: bot, content: typeof body.content === 'string' ? body.content : '' }));
     }
     if (method === 'PATCH' && (m = /^\/api\/v10\/channels\/(\d+)\/messages\/(\d+)$/.exec(path))) {
-      return reply(200, messagePayload({ id: m[2]!, channel_id: m[1]!, author: bot, content: String(call.body?.content ?? '') }));
+      return reply(200, messagePayload({ id: m[2]!, channel_id: m[1]!, author: bot, content: typeof call.body?.content === 'string' ? call.body.content : '' }));
     }
     if (method === 'GET' && (m = /^\/api\/v10\/channels\/(\d+)$/.exec(path))) {
       const channel = channelById(m[1]!);
@@ -174,7 +174,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     socket = ws;
     ws.on('close', () => sockets.delete(ws));
     send(ws, { op: 10, d: { heartbeat_interval: options.heartbeatMs ?? 41_250 }, s: null, t: null });
-    ws.on('message', (data) => {
+    ws.on('message', (data: Buffer) => {
       const packet = safeJson(data.toString()) as { op?: number; d?: { token?: string; shard?: unknown } } | undefined;
       if (packet?.op === 1) {
         fake.heartbeats++;

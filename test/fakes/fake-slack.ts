@@ -130,9 +130,9 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
     wss.handleUpgrade(req, socket, head, (ws) => {
       sockets.add(ws);
       ws.on('close', () => sockets.delete(ws));
-      ws.on('message', (data) => {
+      ws.on('message', (data: Buffer) => {
         try {
-          const message = JSON.parse(String(data)) as Record<string, unknown>;
+          const message = JSON.parse(data.toString()) as Record<string, unknown>;
           if (typeof message.envelope_id === 'string') events.emit(`ack:${message.envelope_id}`, message);
         } catch {
           // not JSON: ignore

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ChannelAdapter, ChannelStatus } from '../../src/core/channel-adapter.ts';
+import type { ChannelStatus } from '../../src/core/channel-adapter.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import { ChannelError, StoreError } from '../../src/core/errors.ts';
 import { createLogger, silentLogger } from '../../src/core/logger.ts';
@@ -46,7 +46,7 @@ describe('ChannelSupervisor', () => {
     const timers = new ManualTimers();
     const adapter = scriptedAdapter([unreachable(), unreachable(), unreachable()]);
     const { logger, lines } = capture();
-    const supervisor = new ChannelSupervisor({ adapters: [adapter as unknown as ChannelAdapter], sink: async () => { throw new Error('unused'); }, logger, clock: new ManualClock(0), timers, random: () => 0.5, backoff: { baseMs: 1000, maxMs: 3000 }, watchMs: 60_000 });
+    const supervisor = new ChannelSupervisor({ adapters: [adapter], sink: async () => { throw new Error('unused'); }, logger, clock: new ManualClock(0), timers, random: () => 0.5, backoff: { baseMs: 1000, maxMs: 3000 }, watchMs: 60_000 });
     supervisor.start();
     await supervisor.firstAttempts();
     expect(supervisor.health()[0]).toMatchObject({ state: 'retrying', attempts: 1, lastError: expect.stringContaining('ECONNREFUSED'), nextRetryAt: new Date(1000).toISOString() });
@@ -74,7 +74,7 @@ describe('ChannelSupervisor', () => {
     const failures = Array.from({ length: 30 }, unreachable);
     const adapter = scriptedAdapter(failures);
     let r = 0;
-    const supervisor = new ChannelSupervisor({ adapters: [adapter as unknown as ChannelAdapter], sink: async () => { throw new Error('unused'); }, logger: silentLogger(), clock: new ManualClock(0), timers, random: () => [0, 1][r++ % 2]!, backoff: { baseMs: 1000, maxMs: 300_000, jitter: 0.2 }, watchMs: 10_000_000 });
+    const supervisor = new ChannelSupervisor({ adapters: [adapter], sink: async () => { throw new Error('unused'); }, logger: silentLogger(), clock: new ManualClock(0), timers, random: () => [0, 1][r++ % 2]!, backoff: { baseMs: 1000, maxMs: 300_000, jitter: 0.2 }, watchMs: 10_000_000 });
     supervisor.start();
     await supervisor.firstAttempts();
     const seen: number[] = [];
@@ -93,7 +93,7 @@ describe('ChannelSupervisor', () => {
     const timers = new ManualTimers();
     const adapter = scriptedAdapter([new ChannelError('TELEGRAM_TOKEN_REJECTED', 'Telegram rejected TELEGRAM_BOT_TOKEN (401): create a bot with @BotFather')]);
     const { logger, lines } = capture();
-    const supervisor = new ChannelSupervisor({ adapters: [adapter as unknown as ChannelAdapter], sink: async () => { throw new Error('unused'); }, logger, clock: new ManualClock(0), timers, watchMs: 5000 });
+    const supervisor = new ChannelSupervisor({ adapters: [adapter], sink: async () => { throw new Error('unused'); }, logger, clock: new ManualClock(0), timers, watchMs: 5000 });
     supervisor.start();
     await supervisor.firstAttempts();
     timers.advance(3_600_000);
@@ -107,7 +107,7 @@ describe('ChannelSupervisor', () => {
   it('restarts a channel that fails after it connected', async () => {
     const timers = new ManualTimers();
     const adapter = scriptedAdapter([]);
-    const supervisor = new ChannelSupervisor({ adapters: [adapter as unknown as ChannelAdapter], sink: async () => { throw new Error('unused'); }, logger: silentLogger(), clock: new ManualClock(0), timers, random: () => 0.5, watchMs: 5000 });
+    const supervisor = new ChannelSupervisor({ adapters: [adapter], sink: async () => { throw new Error('unused'); }, logger: silentLogger(), clock: new ManualClock(0), timers, random: () => 0.5, watchMs: 5000 });
     supervisor.start();
     await supervisor.firstAttempts();
     adapter.status = 'failed';

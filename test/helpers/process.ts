@@ -13,7 +13,7 @@ export function startProcess(dir: string, env: NodeJS.ProcessEnv = {}) {
   const child = spawn(process.execPath, [bin, 'start'], { cwd: dir, env: cleanEnv(dir, { SWITCHBOARD_PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   const url = new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
       lines.push(line);
       try {
         const parsed = JSON.parse(line) as { msg?: string; url?: string };

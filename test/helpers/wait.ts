@@ -5,7 +5,7 @@
 export async function until<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string, tries = 4000): Promise<T> {
   for (let i = 0; i < tries; i++) {
     const value = await Promise.resolve().then(probe).catch(() => undefined);
-    if (value !== undefined && value !== false) return value as T;
+    if (value !== undefined && value !== false) return value;
     await new Promise((r) => setTimeout(r, 5));
   }
   throw new Error(`timed out waiting for ${what}`);

@@ -34,7 +34,7 @@ export async function startApiHarness(options: {
     client: undefined as unknown as OpenAI,
     ledger: () => {
       const file = path.join(tmp.dir, 'data', 'audit', 'turn-token-usage.jsonl');
-      let text = '';
+      let text: string;
       try {
         text = readFileSync(file, 'utf8');
       } catch {

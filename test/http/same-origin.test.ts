@@ -5,7 +5,9 @@ import type { RunningGateway } from '../../src/main.ts';
 import { startTestGateway, tempDir } from '../helpers/gateway.ts';
 
 /** A raw HTTP request (fetch does not let a test set Host), answered with status, headers and body. */
-function raw(gw: RunningGateway, options: { method?: string; path: string; headers?: Record<string, string>; body?: string }): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+function raw(
+  gw: RunningGateway, options: { method?: string; path: string; headers?: Record<string, string>; body?: string },
+): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   const url = new URL(gw.url!);
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: url.hostname, port: url.port, method: options.method ?? 'GET', path: options.path, headers: options.headers }, (res) => {

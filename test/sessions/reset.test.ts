@@ -3,6 +3,7 @@ import { evaluateReset, expiresAt, lastDailyBoundary, resolveResetPolicy, type R
 
 const at = (iso: string) => Date.parse(iso);
 const daily = (over: Partial<ResetPolicy> = {}): ResetPolicy => ({ mode: 'daily', atHour: 4, idleMinutes: 0, timezone: 'UTC', ...over });
+const idleOnly = (idleMinutes: number): ResetPolicy => ({ mode: 'idle', atHour: 4, idleMinutes });
 
 describe('evaluateReset', () => {
   it.each([
@@ -12,16 +13,16 @@ describe('evaluateReset', () => {
     ['daily: yesterday 05:00 to today 03:00 → fresh (boundary not passed)', daily(), '2026-03-09T05:00:00Z', '2026-03-10T03:00:00Z', undefined],
     ['daily: two days old → daily', daily(), '2026-03-08T12:00:00Z', '2026-03-10T03:00:00Z', 'daily'],
     ['daily in Berlin: 02:59 UTC is 03:59 local, 03:00 UTC is 04:00 local', daily({ timezone: 'Europe/Berlin' }), '2026-01-15T02:59:00Z', '2026-01-15T03:00:00Z', 'daily'],
-    ['idle: 30 min idle after 31 min → idle', { mode: 'idle', atHour: 4, idleMinutes: 30 } as ResetPolicy, '2026-03-10T10:00:00Z', '2026-03-10T10:31:00Z', 'idle'],
-    ['idle: 29 min → fresh', { mode: 'idle', atHour: 4, idleMinutes: 30 } as ResetPolicy, '2026-03-10T10:00:00Z', '2026-03-10T10:29:00Z', undefined],
-    ['idle mode ignores the daily boundary', { mode: 'idle', atHour: 4, idleMinutes: 600 } as ResetPolicy, '2026-03-10T03:00:00Z', '2026-03-10T05:00:00Z', undefined],
-    ['off never resets', { mode: 'off', atHour: 4, idleMinutes: 1 } as ResetPolicy, '2020-01-01T00:00:00Z', '2026-03-10T05:00:00Z', undefined],
+    ['idle: 30 min idle after 31 min → idle', idleOnly(30), '2026-03-10T10:00:00Z', '2026-03-10T10:31:00Z', 'idle'],
+    ['idle: 29 min → fresh', idleOnly(30), '2026-03-10T10:00:00Z', '2026-03-10T10:29:00Z', undefined],
+    ['idle mode ignores the daily boundary', idleOnly(600), '2026-03-10T03:00:00Z', '2026-03-10T05:00:00Z', undefined],
+    ['off never resets', { ...idleOnly(1), mode: 'off' as const }, '2020-01-01T00:00:00Z', '2026-03-10T05:00:00Z', undefined],
     ['both: idle expires first → idle', daily({ idleMinutes: 60 }), '2026-03-10T10:00:00Z', '2026-03-10T11:30:00Z', 'idle'],
     ['both: daily boundary first → daily', daily({ idleMinutes: 120 }), '2026-03-10T03:30:00Z', '2026-03-10T04:30:00Z', 'daily'],
     ['idle across the daily boundary: idle expired before 04:00 → idle wins', daily({ idleMinutes: 30 }), '2026-03-10T03:00:00Z', '2026-03-10T05:00:00Z', 'idle'],
     ['idle across the daily boundary: boundary came before idle expiry → daily', daily({ idleMinutes: 90 }), '2026-03-10T03:00:00Z', '2026-03-10T05:00:00Z', 'daily'],
   ])('%s', (_name, policy, last, now, expected) => {
-    expect(evaluateReset(policy as ResetPolicy, at(last), at(now))).toBe(expected);
+    expect(evaluateReset(policy, at(last), at(now))).toBe(expected);
   });
 });
 

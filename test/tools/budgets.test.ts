@@ -40,7 +40,7 @@ describe('budgets and rate limits', () => {
     gw = await startGateway({
       config: testConfig(tmp.dir, {
         providers: { default: { baseUrl: fake.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0, maxTokens: 20 } },
-        ...config, session: { dmScope: 'per-peer', reset: { mode: 'off' }, ...(config.session as object ?? {}) },
+        ...config, session: { dmScope: 'per-peer', reset: { mode: 'off' }, ...(config.session ?? {}) },
       }, env),
       logger: silentLogger(), clock,
     });

@@ -3,7 +3,7 @@ import type { RunningGateway } from '../../src/main.ts';
 import type { TranscriptMessage } from '../../src/sessions/transcript.ts';
 import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
-import { startTestGateway, tempDir } from '../helpers/gateway.ts';
+import { tempDir } from '../helpers/gateway.ts';
 import { sentTo } from '../channels/telegram/harness.ts';
 import { dm, groupMessage } from '../channels/telegram/updates.ts';
 import { manualTimers, type ManualTimers } from './timers.ts';
@@ -13,7 +13,9 @@ type Wire = RecordedRequest['body']['messages'][number];
 const conversation = (r: RecordedRequest) => r.body.messages.filter((m) => m.role !== 'system');
 const firstUser = (r: RecordedRequest) => userText(conversation(r).find((m) => m.role === 'user')?.content);
 const last = (r: RecordedRequest): Wire => r.body.messages.at(-1)!;
-const call = (id: string, name: string, args: Record<string, unknown>): FakeReply => ({ toolCalls: [{ id, name, arguments: JSON.stringify(args) }], usage: { prompt_tokens: 50, completion_tokens: 5 } });
+const call = (id: string, name: string, args: Record<string, unknown>): FakeReply => ({
+  toolCalls: [{ id, name, arguments: JSON.stringify(args) }], usage: { prompt_tokens: 50, completion_tokens: 5 },
+});
 const say = (content: string): FakeReply => ({ content, usage: { prompt_tokens: 50, completion_tokens: 5 } });
 /** A deferred the fake LLM can wait on. */
 function gate() {

@@ -28,7 +28,9 @@ describe('tool arguments are hostile input', () => {
     submitted.push(message);
     return { status: 'accepted', correlationId: 'c', done: Promise.resolve({ sessionKey: message.internal!.sessionKey, sessionId: 's', correlationId: 'c', replies: [{ text: 'fine' }], usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, usageEstimated: false, outcome: 'replied' }) };
   };
-  const sessions = { acquire: async (init: { key: string }) => ({ key: init.key, holds: 1, entry: entry(init.key) }), release: () => undefined, save: async () => undefined } as unknown as SessionManager;
+  const sessions = {
+    acquire: async (init: { key: string }) => ({ key: init.key, holds: 1, entry: entry(init.key) }), release: () => undefined, save: async () => undefined,
+  } as unknown as SessionManager;
   const registry = createToolRegistry({
     config, sessions, sink: () => sink, history: async () => [{ type: 'message', id: 'x', role: 'user', content: 'old', at: '2026-01-01T00:00:00Z' }],
     reader: { get: async (key) => others.find((e) => e.key === key), all: async function* () { yield* others; } },

@@ -10,6 +10,8 @@ export async function probeMcpServers(config: ResolvedConfig): Promise<McpServer
     let settle!: () => void;
     const settled = new Promise<void>((resolve) => { settle = resolve; });
     let connection: McpServerConnection | undefined;
+    // Not const: onChange may run inside the constructor, before the assignment (then it reads undefined).
+    // eslint-disable-next-line prefer-const
     connection = new McpServerConnection({
       name, config: server, registry, logger: silentLogger(), connectTimeoutMs: server.connectTimeoutMs ?? config.mcp.connectTimeoutMs, callTimeoutMs: 1000,
       // One attempt: the first failure is the answer (the reconnect it schedules is cancelled by stop()).

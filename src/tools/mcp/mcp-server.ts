@@ -235,7 +235,7 @@ const ajv = new AjvJsonSchemaValidator();
 export function validatorOf(schema: Record<string, unknown>): z.ZodType<unknown> {
   let validate: ((input: unknown) => { valid: boolean; errorMessage?: string }) | undefined;
   try {
-    validate = ajv.getValidator(schema as never);
+    validate = ajv.getValidator(schema);
   } catch {
     validate = undefined;
   }

@@ -3,7 +3,7 @@ import { normalizeSlackEvent, slackToPlainText, tsOfMessageId, type NormalizeInp
 
 const bot = { userId: 'UBOT', botId: 'BBOT', teamId: 'T1' };
 const input = (event: Partial<SlackMessageEvent>, extra: Partial<NormalizeInput> = {}): NormalizeInput => ({
-  event: { type: 'message', channel: 'D1', channel_type: 'im', user: 'U42', text: 'hi', ts: '1700000000.000100', ...event } as SlackMessageEvent,
+  event: { type: 'message', channel: 'D1', channel_type: 'im', user: 'U42', text: 'hi', ts: '1700000000.000100', ...event },
   envelope: { event_id: 'Ev1', team_id: 'T1' },
   accountId: 'default', bot, receivedAt: 1000, ...extra,
 });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { normalizeSlackEvent, type SlackEnvelope, type SlackMessageEvent } from '../../../channels/slack/normalize.ts';
+import { normalizeSlackEvent, type SlackMessageEvent } from '../../../channels/slack/normalize.ts';
 import { processGuardStats } from '../../../src/core/process-guard.ts';
 import type { RunningGateway } from '../../../src/main.ts';
 import { channelMessageEvent, dmEvent, eventCallback, mentionEvent, slackSignedHeaders, startFakeSlack, type FakeSlack } from '../../fakes/fake-slack.ts';
@@ -32,7 +32,7 @@ describe('slack intake under malformed envelopes and events', () => {
   it('refuses at the edge any event whose ids a key needs are missing or of the wrong type (property)', () => {
     fc.assert(fc.property(event, fc.oneof(fc.constant({ event_id: 'Ev1', team_id: 'T1' }), junk), (e, env) => {
       const result = normalizeSlackEvent({
-        event: e as SlackMessageEvent, envelope: (env ?? {}) as SlackEnvelope, accountId: 'default', bot: { userId: 'UBOT', botId: 'BBOT', teamId: 'T1' }, receivedAt: 1,
+        event: e as SlackMessageEvent, envelope: (env ?? {}), accountId: 'default', bot: { userId: 'UBOT', botId: 'BBOT', teamId: 'T1' }, receivedAt: 1,
       });
       if (result.kind === 'ignored') return;
       const m = result.message;

@@ -1,4 +1,3 @@
-import type { Update } from 'grammy/types';
 import { describe, expect, it } from 'vitest';
 import { messageKey, normalizeUpdate, telegramMessageId, type NormalizeContext } from '../../../channels/telegram/normalize.ts';
 import type { InboundMessage } from '../../../src/core/message.ts';
@@ -7,13 +6,13 @@ import { BOB, BOT, dm, groupMessage, topicMessage } from './updates.ts';
 const context: NormalizeContext = { accountId: 'default', bot: { id: BOT.id, username: BOT.username }, now: 1_767_225_601_000 };
 
 function normalize(update: Record<string, unknown>, updateId = 10): InboundMessage {
-  const result = normalizeUpdate({ update_id: updateId, ...update } as unknown as Update, context);
+  const result = normalizeUpdate({ update_id: updateId, ...update }, context);
   if ('ignored' in result) throw new Error(`ignored: ${result.ignored}`);
   return result.message;
 }
 
 function ignored(update: Record<string, unknown>): string | undefined {
-  const result = normalizeUpdate({ update_id: 1, ...update } as unknown as Update, context);
+  const result = normalizeUpdate({ update_id: 1, ...update }, context);
   return 'ignored' in result ? result.ignored : undefined;
 }
 

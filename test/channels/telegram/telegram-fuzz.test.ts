@@ -38,7 +38,7 @@ describe('telegram intake under malformed updates', () => {
   it('refuses at the edge any update whose ids a key needs are missing or of the wrong type (property)', () => {
     const context = { accountId: 'default', bot: { id: BOT.id, username: BOT.username }, now: 1 };
     fc.assert(fc.property(update, fc.integer({ min: 1, max: 1e6 }), (u, updateId) => {
-      const result = normalizeUpdate({ update_id: updateId, ...(u as object) } as Update, context);
+      const result = normalizeUpdate({ update_id: updateId, ...(u as object) }, context);
       if ('ignored' in result) return;
       const m = result.message;
       for (const id of [m.id, m.chatId, m.peerId, m.sender.id, m.groupId ?? 'x', m.threadId ?? 'x', m.deliveryId ?? 'x']) {

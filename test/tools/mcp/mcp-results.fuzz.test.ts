@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { describeMcpResult, type McpCallResult } from '../../../src/tools/mcp/mcp-results.ts';
+import { describeMcpResult } from '../../../src/tools/mcp/mcp-results.ts';
 import { objectSchema, validatorOf } from '../../../src/tools/mcp/mcp-server.ts';
 
 describe('MCP results and schemas are hostile input', () => {
@@ -12,8 +12,13 @@ describe('MCP results and schemas are hostile input', () => {
       fc.record({ type: fc.constant('resource_link'), uri: fc.string(), name: fc.option(fc.string(), { nil: undefined }) }),
       fc.record({ type: fc.string({ maxLength: 100 }) }),
     );
-    fc.assert(fc.property(fc.record({ content: fc.option(fc.array(block, { maxLength: 8 }), { nil: undefined }), structuredContent: fc.option(fc.jsonValue(), { nil: undefined }), isError: fc.option(fc.boolean(), { nil: undefined }) }), (result) => {
-      const text = describeMcpResult(result as McpCallResult);
+    const results = fc.record({
+      content: fc.option(fc.array(block, { maxLength: 8 }), { nil: undefined }),
+      structuredContent: fc.option(fc.jsonValue(), { nil: undefined }),
+      isError: fc.option(fc.boolean(), { nil: undefined }),
+    });
+    fc.assert(fc.property(results, (result) => {
+      const text = describeMcpResult(result);
       expect(typeof text).toBe('string');
       expect(text.length).toBeGreaterThan(0);
       if (result.isError) expect(text.startsWith('Error from the tool: ')).toBe(true);
