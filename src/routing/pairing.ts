@@ -76,7 +76,7 @@ export class PairingStore {
       if (!key.startsWith('code:')) continue;
       const request = value as PairingRequest;
       if (request.expiresAt <= now) {
-        await this.keyv.delete(key.replace(/^pairing:/, ''));
+        await this.keyv.delete(key);
         continue;
       }
       if (!channel || request.channel === channel) out.push(request);
@@ -116,9 +116,8 @@ export class PairingStore {
 
   private async *iterate(): AsyncGenerator<[string, unknown]> {
     if (!this.keyv.iterator) throw new SwitchboardError('STORE_UNSUPPORTED', 'This store cannot list pairing requests.');
-    for await (const [key, value] of this.keyv.iterator(this.keyv.namespace) as AsyncGenerator<[string, unknown]>) {
-      yield [key.replace(/^pairing:/, ''), value];
-    }
+    // Keyv gives the keys without its namespace (`pairing:`).
+    yield* this.keyv.iterator(this.keyv.namespace) as AsyncGenerator<[string, unknown]>;
   }
 }
 

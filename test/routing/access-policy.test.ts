@@ -60,9 +60,11 @@ describe('decideAccess: dmPolicy', () => {
     expect(first).toMatchObject({ action: 'block', reason: 'pairing code issued' });
     const [pending] = await store.pending('telegram');
     expect(pending).toMatchObject({ channel: 'telegram', accountId: 'default', peerId: '42', name: 'Alice A' });
-    const reply = (first as { reply: string }).reply;
-    expect(reply).toContain(`Your pairing code: ${pending!.code} (valid for 1 hour).`);
-    expect(reply).toContain(`switchboard pairing approve telegram ${pending!.code}`);
+    expect((first as { reply: string }).reply).toBe([
+      'Hi! This assistant only talks to people its owner has approved.',
+      `Your pairing code: ${pending!.code} (valid for 1 hour).`,
+      `Ask the owner to run: switchboard pairing approve telegram ${pending!.code}`,
+    ].join('\n'));
 
     const again = await decideAccess(dm(), account(), store, noCommand);
     expect(again).toMatchObject({ action: 'block', reason: 'pairing code pending' });
@@ -154,7 +156,7 @@ describe('senderListed', () => {
   it.each([
     [['u42'], true], [['U42'], true], [[' U42 '], true], [['telegram:U42'], true], [['TELEGRAM:u42'], true],
     [['alice'], true], [['@Alice'], true], [['telegram:@alice'], true], [['*'], true], [[' * '], true],
-    [['discord:U42'], false], [['U4'], false], [['U421'], false], [['bob', '@carol'], false], [[], false], [['@U42x'], false],
+    [['discord:U42'], false], [['U4'], false], [['U421'], false], [['bob', '@carol'], false], [[], false], [['@U42x'], false], [['Al@ice'], false],
   ])('%j → %s', (allowFrom, expected) => {
     expect(senderListed(m, allowFrom)).toBe(expected);
   });
@@ -173,6 +175,12 @@ describe('groupAllowed', () => {
     [['G2'], false], [['G2:C55'], false], [['G1:C56'], false], [['C5'], false], [[], false],
   ])('%j → %s', (groups, expected) => {
     expect(groupAllowed(m, groups)).toBe(expected);
+  });
+
+  it('a message without a group id is matched by its containers alone', () => {
+    const noGroup = group({ channel: 'discord', groupId: undefined, containerIds: ['G1'] });
+    expect(groupAllowed(noGroup, ['G1'])).toBe(true);
+    expect(groupAllowed(noGroup, ['G2'])).toBe(false);
   });
 
   it('without containers only the group id counts', () => {

@@ -49,6 +49,10 @@ describe('agentOf', () => {
     expect(agentOf(two, facts(), 'fallback')).toBe('first');
   });
 
+  it('a peer binding does not match a message without that id (a DM without a peer id)', () => {
+    expect(agentOf([b('dm', { channel: 'discord', peer: { kind: 'direct', id: 'U9' } })], facts({ chatType: 'direct', groupId: undefined }), 'fallback')).toBe('fallback');
+  });
+
   it('no bindings: the fallback', () => {
     expect(agentOf([], facts(), 'main')).toBe('main');
   });

@@ -200,7 +200,27 @@ describe('pairingAdmin', () => {
     expect(await admin.revoke(' TELEGRAM ', '42')).toBe(true);
     expect(await store.isPaired('telegram', '42')).toBe(false);
     expect(() => requirePairingChannel('telegran')).toThrow('Unknown channel "telegran" (did you mean "telegram"?): pairing works on telegram, discord, slack.');
-    expect(() => requirePairingChannel('webchat')).toThrow(/pairing works on/);
+    expect(() => requirePairingChannel('webchat')).toThrow(/^Unknown channel "webchat": pairing works on telegram, discord, slack\.$/);
     await expect(admin.approve('webchat', 'X')).rejects.toMatchObject({ status: 400 });
+  });
+});
+
+describe('PairingStore: order and closing', () => {
+  it('pending is sorted by creation time, not by storage order', async () => {
+    const { store, clock } = memoryStore();
+    clock.set(T0 + 5000);
+    await created(store, 'telegram', 'late');
+    clock.set(T0 + 1000);
+    await created(store, 'telegram', 'early');
+    clock.set(T0 + 3000);
+    await created(store, 'telegram', 'middle');
+    expect((await store.pending()).map((p) => p.peerId)).toEqual(['early', 'middle', 'late']);
+  });
+
+  it('close releases the SQLite file: the store is not usable afterwards', async () => {
+    const store = new PairingStore({ uri: sqliteUri(), clock: new ManualClock(T0) });
+    await created(store, 'telegram', '42');
+    await store.close();
+    await expect(store.pending()).rejects.toThrow();
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildSessionKey, parseSessionKey, type SessionKeyOptions, type SessionRoute } from '../../src/routing/session-key.ts';
+import { buildSessionKey, linkedPeer, parentSessionKey, parseSessionKey, type SessionKeyOptions, type SessionRoute } from '../../src/routing/session-key.ts';
 import { SessionKeyError } from '../../src/core/errors.ts';
 
 const opts = (over: Partial<SessionKeyOptions> = {}): SessionKeyOptions => ({ dmScope: 'main', threads: 'separate', identityLinks: {}, ...over });
@@ -111,5 +111,81 @@ describe('round trip over generated routes', () => {
         expect(parsed.threadId).toBeUndefined();
       }
     }
+  });
+});
+
+describe('session keys: sub-agents, defaults, encoding and the messages of refusals', () => {
+  it('a sub-agent key is agent:<agent>:subagent:<id>, whatever else the route says, and reads back', () => {
+    const key = buildSessionKey({ ...dm({ agentId: 'Ops' }), chatType: 'group', subagentId: 'A1b2' }, opts({ dmScope: 'per-peer' }));
+    expect(key).toBe('agent:ops:subagent:a1b2');
+    expect(parseSessionKey(key)).toEqual({ key, agentId: 'ops', chatType: 'direct', channel: 'internal', subagentId: 'a1b2' });
+    expect(() => parseSessionKey('agent:ops:subagent')).toThrow('"agent:ops:subagent" is not a session key: a sub-agent key is agent:<agentId>:subagent:<id>.');
+    expect(() => parseSessionKey('agent:ops:subagent:a:b')).toThrow('"agent:ops:subagent:a:b" is not a session key: a sub-agent key is agent:<agentId>:subagent:<id>.');
+  });
+
+  it('an empty agent id is main; an empty account id is default', () => {
+    expect(buildSessionKey(dm({ agentId: '' }), opts())).toBe('agent:main:main');
+    expect(buildSessionKey(dm({ accountId: '' }), opts({ dmScope: 'per-account-channel-peer' }))).toBe('agent:main:telegram:default:direct:42');
+  });
+
+  it('values are trimmed; %, : and whitespace inside them are percent-encoded with two hex digits, and decoded back', () => {
+    const key = buildSessionKey(dm({ channel: 'api', peerId: ' 50% a:b\tc ' }), opts({ dmScope: 'per-channel-peer' }));
+    expect(key).toBe('agent:main:api:direct:50%25%20a%3ab%09c');
+    expect(parseSessionKey(key).peerId).toBe('50% a:b\tc');
+    expect(parseSessionKey('agent:main:telegram:my%3aacct:direct:42')).toMatchObject({ accountId: 'my:acct', key: 'agent:main:telegram:my%3aacct:direct:42' });
+  });
+
+  it('a key is read whatever its case and surrounding spaces', () => {
+    expect(parseSessionKey('  Agent:Main:Telegram:Direct:42 ').key).toBe('agent:main:telegram:direct:42');
+  });
+
+  it('parentSessionKey: the key without its thread, or the key itself', () => {
+    expect(parentSessionKey('agent:main:discord:channel:555:thread:777')).toBe('agent:main:discord:channel:555');
+    expect(parentSessionKey('agent:main:telegram:group:-100:topic:9')).toBe('agent:main:telegram:group:-100');
+    expect(parentSessionKey('Agent:Main:Main')).toBe('agent:main:main');
+  });
+
+  it('identity links apply to the channel:peer pair exactly, not under dmScope main', () => {
+    const links = { identityLinks: { Alice: ['Telegram:42'] } };
+    expect(linkedPeer('telegram', '42', opts({ dmScope: 'per-peer', ...links }))).toBe('Alice');
+    expect(linkedPeer('TELEGRAM', '42', opts({ dmScope: 'per-peer', ...links }))).toBe('Alice');
+    expect(linkedPeer('discord', '42', opts({ dmScope: 'per-peer', ...links }))).toBe('42');
+    expect(linkedPeer('telegram', '4', opts({ dmScope: 'per-peer', ...links }))).toBe('4');
+    expect(linkedPeer('telegram', '42', opts({ dmScope: 'main', ...links }))).toBe('42');
+  });
+
+  it.each([
+    ['an empty peer id', () => buildSessionKey(dm({ peerId: '' }), opts()), 'A direct message needs a peer id to build its session key.'],
+    ['a peer id of spaces', () => buildSessionKey(dm({ peerId: '   ' }), opts({ dmScope: 'per-peer' })), 'The peerId of a session key cannot be empty.'],
+    ['a channel of spaces', () => buildSessionKey(dm({ channel: ' ' }), opts({ dmScope: 'per-channel-peer' })), 'The channel of a session key cannot be empty.'],
+    ['an account of spaces', () => buildSessionKey(dm({ accountId: ' ' }), opts({ dmScope: 'per-account-channel-peer' })), 'The accountId of a session key cannot be empty.'],
+    ['a group channel of spaces', () => buildSessionKey({ ...dm(), chatType: 'group', groupId: '1', channel: ' ' }, opts()), 'The channel of a session key cannot be empty.'],
+    ['a group id of spaces', () => buildSessionKey({ ...dm(), chatType: 'group', groupId: ' ' }, opts()), 'The groupId of a session key cannot be empty.'],
+    ['a thread id of spaces', () => buildSessionKey({ ...dm(), chatType: 'group', groupId: '1', threadId: ' ' }, opts()), 'The threadId of a session key cannot be empty.'],
+    ['an agent id of spaces', () => buildSessionKey(dm({ agentId: ' ' }), opts()), 'The agentId of a session key cannot be empty.'],
+    ['a sub-agent id of spaces', () => buildSessionKey(dm({ subagentId: ' ' }), opts()), 'The subagentId of a session key cannot be empty.'],
+    ['a channel message without a group', () => buildSessionKey({ ...dm(), chatType: 'channel' }, opts()), 'A channel message needs a group id to build its session key.'],
+    ['an unknown dmScope', () => buildSessionKey(dm(), opts({ dmScope: 'per-planet' as never })), 'Unknown dmScope "per-planet".'],
+  ])('build refuses %s, saying so', (_name, build, message) => {
+    expect(build).toThrow(SessionKeyError);
+    expect(build).toThrow(message);
+  });
+
+  it.each([
+    ['main:main:main', 'it must start with agent:<agentId>:'],
+    ['agent::main', 'it must start with agent:<agentId>:'],
+    ['agent:main', 'it has a missing or empty segment'],
+    ['agent:main:direct:', 'it has a missing or empty segment'],
+    ['agent:main::direct:42', 'it has a missing or empty segment'],
+    ['agent:main:direct', 'a per-peer key needs a peer id'],
+    ['agent:main:dm', 'a per-peer key needs a peer id'],
+    ['agent:main:telegram:group', 'too few segments'],
+    ['agent:main:telegram:work:direct', 'expected direct, group or channel after the channel'],
+    ['agent:main:telegram:work:group:1', 'expected direct, group or channel after the channel'],
+    ['agent:main:telegram:group:1:thread', 'only :thread:<id> or :topic:<id> may follow'],
+    ['agent:main:telegram:group:1:reply:2', 'only :thread:<id> or :topic:<id> may follow'],
+    ['agent:main:main:thread:1:2', 'only :thread:<id> or :topic:<id> may follow'],
+  ])('parse refuses %j: %s', (key, why) => {
+    expect(() => parseSessionKey(key)).toThrow(`"${key}" is not a session key: ${why}.`);
   });
 });
