@@ -300,9 +300,13 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
       live.close();
       if (server) {
         const s = server;
+        // Answers still being written (a web chat reply whose turn just ended) go out first: close() lets
+        // active requests finish; idle keep-alive connections end now, anything still open after 2 s is cut.
+        const http = s as { closeAllConnections?: () => void; closeIdleConnections?: () => void };
         await new Promise<void>((resolve) => {
-          s.close(() => resolve());
-          (s as { closeAllConnections?: () => void }).closeAllConnections?.();
+          const cut = setTimeout(() => http.closeAllConnections?.(), 2000);
+          s.close(() => { clearTimeout(cut); resolve(); });
+          http.closeIdleConnections?.();
         });
       }
       clearInterval(pruneTimer);
