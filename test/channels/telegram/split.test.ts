@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { htmlToPlainText, splitHtml, TELEGRAM_TEXT_LIMIT } from '../../../channels/telegram/split-html.ts';
+
+/** Each case gives the exact messages, so a cut in the wrong place (or inside an emoji) shows. */
+describe('splitHtml: where messages end', () => {
+  it.each([
+    ['at a space in the second half', 'aaaa bbbb cccc', 10, ['aaaa bbbb', 'cccc']],
+    ['at a blank line rather than a later space', 'aa bb\n\ncc dd ee', 12, ['aa bb', 'cc dd ee']],
+    ['at the latest break when the only line break is in the first half', 'a\nbb cc dd', 6, ['a\nbb', 'cc dd']],
+    ['words, one message each when two do not fit', 'one two three four', 9, ['one two', 'three', 'four']],
+    ['an entity counts as the one character it shows', '&amp;&amp;&amp; x', 4, ['&amp;&amp;&amp;', 'x']],
+    ['text exactly at the limit stays whole', 'abcd', 4, ['abcd']],
+    ['a word longer than a message is cut between characters', 'abcdefghij', 4, ['abcd', 'efgh', 'ij']],
+    ['never inside an emoji with a skin tone', 'aaaaaaaaa👍🏽b', 10, ['aaaaaaaaa', '👍🏽b']],
+    ['never inside a flag', '🇫🇷🇫🇷🇫🇷', 4, ['🇫🇷', '🇫🇷', '🇫🇷']],
+  ])('%s', (_name, html, limit, expected) => {
+    expect(splitHtml(html, limit)).toEqual(expected);
+  });
+});
+
+describe('splitHtml: spans', () => {
+  it('bold longer than a message is closed at the cut and reopened', () => {
+    expect(splitHtml('<b>one two three</b>', 8)).toEqual(['<b>one two</b>', '<b>three</b>']);
+  });
+
+  it('nested spans that fit stay in one message', () => {
+    expect(splitHtml('<b>bold <i>both</i></b> plain', 9)).toEqual(['<b>bold <i>both</i></b>', 'plain']);
+  });
+
+  it("a link that fits moves whole to the next message; its URL counts towards the limit", () => {
+    expect(splitHtml('see <a href="https://e.x/aa">the docs</a>', 24)).toEqual(['see', '<a href="https://e.x/aa">the docs</a>']);
+    // 14 units of URL + 8 of text fit in 22 exactly, not in 21: there the link is cut and reopened instead.
+    expect(splitHtml('see <a href="https://e.x/aa">the docs</a>', 22)).toEqual(['see', '<a href="https://e.x/aa">the docs</a>']);
+    expect(splitHtml('see <a href="https://e.x/aa">the docs</a>', 21)).toEqual(['see <a href="https://e.x/aa">the</a>', '<a href="https://e.x/aa">docs</a>']);
+  });
+
+  it('a code block that fits moves whole to the next message', () => {
+    expect(splitHtml('intro words\n\n<pre><code>x = 1\ny = 2</code></pre>', 16)).toEqual(['intro words', '<pre><code>x = 1\ny = 2</code></pre>']);
+  });
+
+  it('a stray closing tag is dropped and a tag left open is closed', () => {
+    expect(splitHtml('x</b>y<u>z', 10)).toEqual(['xy<u>z</u>']);
+  });
+
+  it('a reply within the limit is one message, unchanged', () => {
+    const text = `<b>hi</b> ${'a'.repeat(TELEGRAM_TEXT_LIMIT - 3)}`;
+    expect(splitHtml(text)).toEqual([text]);
+    expect(splitHtml(`${text}a`)).toHaveLength(2);
+  });
+});
+
+describe('htmlToPlainText', () => {
+  it('drops tags and decodes the entities Telegram knows, named and numeric', () => {
+    expect(htmlToPlainText('&lt;&gt;&amp;&quot;&#65;&#x42;&#X43;<b>t</b>')).toBe('<>&"ABCt');
+  });
+
+  it('an out-of-range character reference becomes nothing', () => {
+    expect(htmlToPlainText('a&#99999999;b&#x110000;c')).toBe('abc');
+  });
+});
