@@ -15,6 +15,7 @@ export default defineConfig({
       'test/gateway/rate-limit.test.ts',
       'test/accounting/ledger-record.test.ts',
       'test/http/routes-by-method.test.ts',
+      'test/http/app.test.ts',
       'test/core/text-split.test.ts',
       'test/channels/*/normalize.test.ts',
       'test/channels/*/render.test.ts',

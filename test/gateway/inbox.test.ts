@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -129,12 +129,14 @@ describe('Inbox: replay', () => {
   });
 
   it('replies the platform accepted are counted (the highest count wins) and kept across two restarts', async () => {
-    const { open } = setup();
+    const { open, file } = setup();
     const first = open().inbox;
     await first.accept(msg(), 'corr-1');
     await first.sent(msg(), 2);
     await first.sent(msg(), 1);
-    await first.sent(msg({ deliveryId: 'unknown' }), 5); // not pending: ignored
+    const linesBefore = readFileSync(file, 'utf8');
+    await first.sent(msg({ deliveryId: 'unknown' }), 5); // not pending: ignored, not even written
+    expect(readFileSync(file, 'utf8')).toBe(linesBefore);
     await first.close();
     const second = open();
     expect(second.pending).toEqual([{ message: msg(), correlationId: 'corr-1', sent: 2 }]);
@@ -217,6 +219,24 @@ describe('Inbox: the journal file', () => {
     expect(after.filter((l) => l.op === 'in').map((l) => l.key)).toEqual(['telegram:default:waiting']);
     await inbox.done(msg({ deliveryId: 'after' }));
     expect(lines()).toHaveLength(after.length + 1);
+  });
+
+  it('blank lines are skipped silently, a torn line followed only by blank lines too', async () => {
+    const { open, file, warnings } = setup();
+    const first = open().inbox;
+    await first.accept(msg(), 'corr-1');
+    await first.close();
+    const journal = readFileSync(file, 'utf8');
+    writeFileSync(file, `\n${journal}\n  \n{"op":"done","key":"telegram:def\n\n`);
+    expect(open().pending).toHaveLength(1);
+    expect(warnings).toEqual([]);
+  });
+
+  it('a sent count for a message not in the journal is ignored at start', () => {
+    const { open, file } = setup();
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, `${JSON.stringify({ op: 'sent', key: 'telegram:default:1', at: T0, count: 2 })}\n`);
+    expect(open().pending).toEqual([]);
   });
 
   it('a torn last line (a crash mid-write) is skipped silently; an unreadable line in the middle is logged', async () => {

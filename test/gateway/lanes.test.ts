@@ -105,4 +105,127 @@ describe('LaneScheduler', () => {
     expect(secondRan).toBe(false);
     expect(lanes.depth('k')).toBe(1);
   });
+
+  it('isRunning, depth and totalQueued say what runs and what waits', async () => {
+    const lanes = new LaneScheduler({ maxConcurrent: 1 });
+    const gate = deferred();
+    expect([lanes.isRunning('a'), lanes.depth('a'), lanes.totalQueued()]).toEqual([false, 0, 0]);
+    lanes.enqueue('a', () => gate.promise);
+    lanes.enqueue('a', async () => undefined);
+    lanes.enqueue('b', async () => undefined);
+    lanes.enqueue('b', async () => undefined);
+    expect([lanes.isRunning('a'), lanes.isRunning('b')]).toEqual([true, false]);
+    expect([lanes.depth('a'), lanes.depth('b'), lanes.depth('c'), lanes.totalQueued()]).toEqual([1, 2, 0, 3]);
+    gate.resolve();
+    await lanes.whenIdle();
+    expect([lanes.isRunning('a'), lanes.totalQueued(), lanes.runningCount]).toEqual([false, 0, 0]);
+  });
+
+  it('stop() gives the running job its reason; a second stop of the same job is refused', async () => {
+    const lanes = new LaneScheduler({ maxConcurrent: 1 });
+    const reasons: string[] = [];
+    const started = deferred();
+    lanes.enqueue('k', (signal) => new Promise<void>((resolve) => {
+      started.resolve();
+      signal.addEventListener('abort', () => { reasons.push((signal.reason as Error).message); resolve(); });
+    }));
+    await started.promise;
+    expect(lanes.stop('nobody')).toBe(false);
+    expect(lanes.stop('k')).toBe(true);
+    expect(lanes.stop('k', 'again')).toBe(false);
+    await lanes.whenIdle();
+    expect(reasons).toEqual(['stopped']);
+  });
+
+  it('abortAll() aborts every running job with the reason; queued jobs stay queued', async () => {
+    const lanes = new LaneScheduler({ maxConcurrent: 2 });
+    const reasons: string[] = [];
+    const job = (signal: AbortSignal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => { reasons.push((signal.reason as Error).message); resolve(); }));
+    lanes.enqueue('a', job);
+    lanes.enqueue('b', job);
+    lanes.pause();
+    lanes.enqueue('a', async () => undefined);
+    lanes.abortAll('shutting down');
+    await lanes.whenIdle();
+    expect(reasons).toEqual(['shutting down', 'shutting down']);
+    expect(lanes.depth('a')).toBe(1);
+  });
+
+  it('cancelQueued() drops every waiting job, calling its cancel, and leaves the running one alone', async () => {
+    const lanes = new LaneScheduler({ maxConcurrent: 1 });
+    const gate = deferred();
+    const cancelled: string[] = [];
+    let ran = 0;
+    lanes.enqueue('a', () => gate.promise);
+    lanes.enqueue('a', async () => { ran++; }, () => cancelled.push('a2'));
+    lanes.enqueue('b', async () => { ran++; }, () => cancelled.push('b1'));
+    lanes.enqueue('b', async () => { ran++; });
+    expect(lanes.cancelQueued()).toBe(3);
+    expect(cancelled).toEqual(['a2', 'b1']);
+    expect([lanes.isRunning('a'), lanes.totalQueued()]).toEqual([true, 0]);
+    gate.resolve();
+    await lanes.whenIdle();
+    expect(ran).toBe(0);
+    // The scheduler goes on working afterwards, also for the lanes it dropped.
+    await new Promise<void>((done) => lanes.enqueue('b', async () => { ran++; done(); }));
+    expect(ran).toBe(1);
+  });
+
+  it('whenIdle() resolves at once when nothing runs, and waits for queued work otherwise', async () => {
+    const lanes = new LaneScheduler({ maxConcurrent: 1 });
+    let resolved = false;
+    await lanes.whenIdle();
+    const gate = deferred();
+    lanes.enqueue('a', () => gate.promise);
+    lanes.enqueue('b', async () => undefined);
+    const idle = lanes.whenIdle().then(() => { resolved = true; });
+    await tick();
+    expect(resolved).toBe(false);
+    gate.resolve();
+    await idle;
+    expect(lanes.totalQueued()).toBe(0);
+  });
+
+  it('lend() hands the slot to another lane while the job waits, and takes it back before lanes merely ready', async () => {
+    const lanes = new LaneScheduler({ maxConcurrent: 1 });
+    const order: string[] = [];
+    const childGate = deferred();
+    const running: number[] = [];
+    const parentDone = new Promise<void>((done) => {
+      lanes.enqueue('parent', async () => {
+        order.push('parent start');
+        // With one slot, the parent's work starts another lane's job: without lending it could not run.
+        const value = await lanes.lend(async () => {
+          running.push(lanes.runningCount);
+          lanes.enqueue('child', async () => { order.push('child start'); await childGate.promise; order.push('child end'); });
+          lanes.enqueue('other', async () => { order.push('other'); });
+          return 'lent';
+        });
+        order.push(`parent end (${value})`);
+        running.push(lanes.runningCount);
+        done();
+      });
+    });
+    await tick();
+    expect(order).toEqual(['parent start', 'child start']);
+    childGate.resolve();
+    await parentDone;
+    await lanes.whenIdle();
+    expect(order).toEqual(['parent start', 'child start', 'child end', 'parent end (lent)', 'other']);
+    expect(running).toEqual([0, 1]);
+  });
+
+  it('a job enqueued on a lane that is already waiting is not served twice', async () => {
+    const lanes = new LaneScheduler({ maxConcurrent: 1 });
+    const gate = deferred();
+    const order: string[] = [];
+    lanes.enqueue('a', () => gate.promise);
+    lanes.enqueue('b', async () => { order.push('b1'); });
+    lanes.enqueue('b', async () => { order.push('b2'); });
+    lanes.enqueue('c', async () => { order.push('c1'); });
+    gate.resolve();
+    await lanes.whenIdle();
+    expect(order).toEqual(['b1', 'c1', 'b2']);
+  });
 });
+

@@ -73,4 +73,16 @@ describe('SenderRateLimiter', () => {
     clock.advance(1);
     expect(limiter.take('a')).toMatchObject({ allowed: false, notify: true, retryAfterMs: 60_000 });
   });
+
+  it('remembers at most 100,000 senders: the one idle longest is forgotten first (and starts again with a full bucket)', () => {
+    const limiter = new SenderRateLimiter({ perMinute: 1, burst: 1 }, new ManualClock());
+    expect(limiter.take('first')).toEqual({ allowed: true });
+    expect(limiter.take('second')).toEqual({ allowed: true });
+    expect(limiter.take('first').allowed).toBe(false); // a new sender does not push out a recent one
+    for (let i = 0; i < 99_998; i++) limiter.take(`sender${i}`);
+    expect(limiter.take('second').allowed).toBe(false); // 100,000 remembered: still known
+    limiter.take('one more');
+    expect(limiter.take('first')).toEqual({ allowed: true });
+  });
 });
+
