@@ -54,7 +54,8 @@ describe('createHttpApp: correlation ids', () => {
   it('without either, or with an insane one, a new UUID', async () => {
     const { app: a } = app();
     const ids = [];
-    for (const headers of [{}, { 'x-trace-id': 'has space' }, { 'x-trace-id': 'x'.repeat(129) }, { 'x-trace-id': 'semi;colon' }]) {
+    const cases: Record<string, string>[] = [{}, { 'x-trace-id': 'has space' }, { 'x-trace-id': 'x'.repeat(129) }, { 'x-trace-id': 'semi;colon' }];
+    for (const headers of cases) {
       const id = (await a.request('/echo', { headers: { ...auth, ...headers } })).headers.get('x-correlation-id');
       expect(id).toMatch(UUID);
       ids.push(id);
