@@ -12,7 +12,7 @@
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
-# sqlite3 ships prebuilt binaries; the compilers are the fallback when none fits the platform.
+# sqlite3 and better-sqlite3 ship prebuilt binaries; the compilers are the fallback when none fits the platform.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts

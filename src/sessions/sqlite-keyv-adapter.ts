@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type KeyvSqlite from '@keyv/sqlite';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import type { KeyvStoreAdapter, StoredData } from 'keyv';
 
 /** Options of {@link SqliteKeyvAdapter}. */
@@ -14,12 +14,21 @@ export interface SqliteKeyvAdapterOptions {
   busyTimeoutMs: number;
 }
 
+/** The writing connection and its prepared statements. */
+interface Writer {
+  db: Database.Database;
+  upsert: Database.Statement<[string, string]>;
+  remove: Database.Statement<[string]>;
+  clear: Database.Statement<[string]>;
+}
+
 /**
  * A keyv store adapter over @keyv/sqlite's table (`key VARCHAR PRIMARY KEY, value TEXT`) whose writes skip
  * its per-query statement preparation: `set` and `delete` run prepared statements on a connection of their
  * own (better-sqlite3, WAL, `synchronous=NORMAL`), committed when they return, so a write is on disk (in the
  * WAL) before the promise keyv awaits settles. Reads, scans and counts stay with @keyv/sqlite, so the table
- * is exactly the one @keyv/sqlite (and any reader of it) knows. SQLite's automatic checkpoint (every 1,000
+ * is exactly the one @keyv/sqlite (and any reader of it) knows. The driver is loaded and the connection
+ * opened at the first write (some 20 ms, kept out of start-up). SQLite's automatic checkpoint (every 1,000
  * WAL pages, a few hundred writes) runs in the write that crosses it and fsyncs: a stall of some
  * milliseconds, where a checkpoint on the other connection, concurrent with the writes, let the WAL grow
  * without bound.
@@ -28,30 +37,17 @@ export class SqliteKeyvAdapter extends EventEmitter implements KeyvStoreAdapter 
   // keyv reads `opts` (dialect, for its iterator) and sets `namespace`.
   readonly opts: KeyvSqlite['opts'];
   namespace?: string;
+  private readonly options: SqliteKeyvAdapterOptions;
   private readonly reader: KeyvSqlite;
-  private readonly table: string;
-  private readonly db: Database.Database;
-  private readonly upsert: Database.Statement<[string, string]>;
-  private readonly remove: Database.Statement<[string]>;
+  private writer?: Writer;
+  private opening?: Promise<Writer>;
+  private closed = false;
 
   constructor(options: SqliteKeyvAdapterOptions) {
     super();
+    this.options = options;
     this.reader = options.reader;
     this.opts = options.reader.opts;
-    const table = options.table.replace(/[^A-Za-z0-9_]/g, '');
-    this.table = table;
-    this.db = new Database(options.file, { timeout: options.busyTimeoutMs });
-    try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = NORMAL');
-      // The same table @keyv/sqlite creates, in case this connection comes first.
-      this.db.exec(`CREATE TABLE IF NOT EXISTS ${table}(key VARCHAR(${options.keySize}) PRIMARY KEY, value TEXT )`);
-      this.upsert = this.db.prepare(`INSERT INTO ${table} (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value`);
-      this.remove = this.db.prepare(`DELETE FROM ${table} WHERE key = ?`);
-    } catch (error) {
-      this.db.close();
-      throw error;
-    }
   }
 
   /** Runs a query on the reading connection (@keyv/sqlite's). */
@@ -60,11 +56,11 @@ export class SqliteKeyvAdapter extends EventEmitter implements KeyvStoreAdapter 
   }
 
   get<Value>(key: string): Promise<StoredData<Value> | undefined> {
-    return this.reader.get<Value>(key);
+    return this.reader.get(key) as Promise<StoredData<Value> | undefined>;
   }
 
   getMany<Value>(keys: string[]): Promise<StoredData<Value | undefined>[]> {
-    return this.reader.getMany<Value>(keys);
+    return this.reader.getMany(keys) as Promise<StoredData<Value | undefined>[]>;
   }
 
   has(key: string): Promise<boolean> {
@@ -73,21 +69,22 @@ export class SqliteKeyvAdapter extends EventEmitter implements KeyvStoreAdapter 
 
   /** Writes the serialized value; committed when this returns. */
   async set(key: string, value: string): Promise<void> {
-    this.upsert.run(key, value);
+    (this.writer ?? await this.open()).upsert.run(key, value);
   }
 
   async delete(key: string): Promise<boolean> {
-    return this.remove.run(key).changes > 0;
+    return (this.writer ?? await this.open()).remove.run(key).changes > 0;
   }
 
   async deleteMany(keys: string[]): Promise<boolean> {
+    const writer = this.writer ?? await this.open();
     let changes = 0;
-    for (const key of keys) changes += this.remove.run(key).changes;
+    for (const key of keys) changes += writer.remove.run(key).changes;
     return changes > 0;
   }
 
   async clear(): Promise<void> {
-    this.db.prepare(`DELETE FROM ${this.table} WHERE key LIKE ?`).run(this.namespace ? `${this.namespace}:%` : '%');
+    (this.writer ?? await this.open()).clear.run(this.namespace ? `${this.namespace}:%` : '%');
   }
 
   iterator<Value>(namespace?: string): AsyncGenerator<[string, Value | undefined], void> {
@@ -95,7 +92,48 @@ export class SqliteKeyvAdapter extends EventEmitter implements KeyvStoreAdapter 
   }
 
   async disconnect(): Promise<void> {
-    this.db.close();
+    this.closed = true;
+    await this.opening?.catch(() => undefined);
+    this.writer?.db.close();
+    this.writer = undefined;
     await this.reader.disconnect();
+  }
+
+  /** Opens the writing connection once; a failed open is tried again by the next write. */
+  private open(): Promise<Writer> {
+    this.opening ??= this.connect().then((writer) => {
+      if (this.closed) {
+        writer.db.close();
+        throw new Error('the session store is closed');
+      }
+      this.writer = writer;
+      return writer;
+    }, (error: unknown) => {
+      this.opening = undefined;
+      throw error;
+    });
+    return this.opening;
+  }
+
+  private async connect(): Promise<Writer> {
+    const { default: Driver } = await import('better-sqlite3');
+    const { file, keySize, busyTimeoutMs } = this.options;
+    const table = this.options.table.replace(/[^A-Za-z0-9_]/g, '');
+    const db = new Driver(file, { timeout: busyTimeoutMs });
+    try {
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+      // The same table @keyv/sqlite creates, in case this connection comes first.
+      db.exec(`CREATE TABLE IF NOT EXISTS ${table}(key VARCHAR(${keySize}) PRIMARY KEY, value TEXT )`);
+      return {
+        db,
+        upsert: db.prepare(`INSERT INTO ${table} (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value`),
+        remove: db.prepare(`DELETE FROM ${table} WHERE key = ?`),
+        clear: db.prepare(`DELETE FROM ${table} WHERE key LIKE ?`),
+      };
+    } catch (error) {
+      db.close();
+      throw error;
+    }
   }
 }
