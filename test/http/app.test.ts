@@ -24,6 +24,7 @@ function app(over: Partial<HttpAppOptions> = {}) {
     a.get('/boom', () => { throw new Error('internal detail'); });
     a.get('/teapot', () => { throw new HTTPException(418, { message: 'short and stout' }); });
     a.get('/unavailable', () => { throw new SwitchboardError('SHUTTING_DOWN', 'Later.', { status: 503 }); });
+    a.get('/store-failed', () => { throw new SwitchboardError('STORE_FAILED', 'The store failed.', { status: 500 }); });
     a.get('/plain-400', (c) => c.text('no', 400));
     a.post('/upload', async (c) => c.json({ size: (await c.req.text()).length }));
   };
@@ -86,6 +87,11 @@ describe('createHttpApp: auth', () => {
     expect(await refused.json()).toEqual({ error: { message: 'Missing or wrong bearer token: send Authorization: Bearer <gateway.authToken>.', type: 'authentication_error', code: 'unauthorized' } });
     expect((await a.request('/echo', { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
     expect((await a.request('/echo', { headers: { authorization: TOKEN } })).status).toBe(401);
+    // A malformed header is refused the same way (JSON, 401), not with the library's own answer.
+    for (const authorization of ['Bearer a b', 'Bearer', 'Basic dXNlcjpwYXNz', `Bearer ${TOKEN}!`]) {
+      const response = await a.request('/echo', { headers: { authorization } });
+      expect([response.status, ((await response.json()) as { error: { code: string } }).error.code]).toEqual([401, 'unauthorized']);
+    }
     expect((await a.request('/echo', { headers: auth })).status).toBe(200);
   });
 
@@ -179,9 +185,13 @@ describe('createHttpApp: bodies and errors', () => {
     expect(JSON.parse(body)).toEqual({ error: { message: 'Internal error; see the gateway log for the correlation id.', type: 'server_error', code: 'internal_error' } });
     const later = await a.request('/unavailable', { headers: auth });
     expect(later.status).toBe(503);
+    const store = await a.request('/store-failed', { headers: auth });
+    expect(store.status).toBe(500);
+    expect(await store.json()).toEqual({ error: { message: 'The store failed.', type: 'server_error', code: 'store_failed' } });
     expect(error.map(([o, m]) => [o.correlationId, o.path, (o.err as Error).message, m])).toEqual([
       ['boom-1', '/boom', 'internal detail', 'HTTP handler failed'],
       [later.headers.get('x-correlation-id'), '/unavailable', 'Later.', 'HTTP handler failed'],
+      [store.headers.get('x-correlation-id'), '/store-failed', 'The store failed.', 'HTTP handler failed'],
     ]);
   });
 });
