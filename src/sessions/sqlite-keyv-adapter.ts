@@ -56,11 +56,11 @@ export class SqliteKeyvAdapter extends EventEmitter implements KeyvStoreAdapter 
   }
 
   get<Value>(key: string): Promise<StoredData<Value> | undefined> {
-    return this.reader.get(key) as Promise<StoredData<Value> | undefined>;
+    return this.reader.get<Value>(key);
   }
 
   getMany<Value>(keys: string[]): Promise<StoredData<Value | undefined>[]> {
-    return this.reader.getMany(keys) as Promise<StoredData<Value | undefined>[]>;
+    return this.reader.getMany<Value>(keys);
   }
 
   has(key: string): Promise<boolean> {
