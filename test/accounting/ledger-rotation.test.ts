@@ -4,7 +4,7 @@ import { gunzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Accounting, ledgerPath } from '../../src/accounting/accounting.ts';
 import { TokenLedger, type LedgerRotation } from '../../src/accounting/ledger.ts';
-import { recordTotal, type LedgerRecord } from '../../src/accounting/ledger-record.ts';
+import type { LedgerRecord } from '../../src/accounting/ledger-record.ts';
 import { snapshotPath } from '../../src/accounting/ledger-snapshot.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { tempDir } from '../helpers/gateway.ts';
@@ -128,7 +128,8 @@ describe('token ledger rotation, archives and snapshot', () => {
     expect(openMs).toBeLessThan(readMs / 3);
     const usage = accounting.totals.snapshot();
     expect(usage.totals.llmCalls).toBe(20_001);
-    expect(usage.totals.totalTokens).toBe(records.reduce((n, r) => n + recordTotal(r), 0) + recordTotal(record()));
+    const tokensOf = (r: LedgerRecord) => r.inputTokens + r.outputTokens + r.cacheReadTokens + r.cacheWriteTokens;
+    expect(usage.totals.totalTokens).toBe(records.reduce((n, r) => n + tokensOf(r), 0) + tokensOf(record()));
     expect(usage.since).toBe(records[0]!.timestamp);
     expect(accounting.providers.recent(3).map((r) => r.correlationId)).toEqual(['live', 'c19999', 'c19998']);
     expect(accounting.totals.ofSession('agent:main:telegram:direct:1', 'sid-live').llmCalls).toBe(1);

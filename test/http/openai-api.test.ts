@@ -1,6 +1,5 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { countTokens } from '../../src/agent/tokens.ts';
 import { conversation, lastUser, userText } from '../fakes/fake-openai.ts';
 import { startApiHarness, type ApiHarness } from './api-harness.ts';
 
@@ -102,12 +101,13 @@ describe('POST /v1/chat/completions with the official openai client', () => {
     const { data, response } = await h.client.chat.completions.create({ model: 'main', messages: [{ role: 'user', content: 'count yourself' }] }).withResponse();
     const [entry] = h.ledger();
     expect(entry?.isEstimated).toBe(true);
-    expect(entry?.outputTokens).toBe(countTokens('an answer without any usage figures', 'gpt-test'));
+    // o200k_base (gpt-test is not a GPT-4/3.5 model): "an", " answer", " without", " any", " usage", " figures".
+    expect(entry?.outputTokens).toBe(6);
     // The input estimate is the tokenizer's count of the request, component by component (calibration may scale it).
     const components = Object.values(entry!.estimatedInputTokensByComponent).reduce((a, b) => a + b, 0);
     expect(entry!.inputTokens / components).toBeGreaterThan(0.5);
     expect(entry!.inputTokens / components).toBeLessThan(2);
-    expect(entry?.estimatedInputTokensByComponent.userInput).toBeGreaterThanOrEqual(countTokens('count yourself', 'gpt-test'));
+    expect(entry?.estimatedInputTokensByComponent.userInput).toBeGreaterThanOrEqual(2); // "count", " yourself"
     expect(data.usage).toMatchObject({ prompt_tokens: entry?.inputTokens, completion_tokens: entry?.outputTokens });
     expect(response.headers.get('x-usage-estimated')).toBe('true');
 
@@ -115,7 +115,7 @@ describe('POST /v1/chat/completions with the official openai client', () => {
     const stream = await h.client.chat.completions.create({ model: 'main', stream: true, messages: [{ role: 'user', content: 'again' }] });
     for await (const _ of stream) { /* drain */ }
     expect(h.ledger()[1]?.isEstimated).toBe(true);
-    expect(h.ledger()[1]?.outputTokens).toBe(countTokens('an answer without any usage figures', 'gpt-test'));
+    expect(h.ledger()[1]?.outputTokens).toBe(6);
   });
 
   it('reports cached prompt tokens as OpenAI does, and as cache reads in the ledger', async () => {
