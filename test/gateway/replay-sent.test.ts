@@ -39,6 +39,8 @@ describe('replies of a replayed message', () => {
     gw = await startTelegramGateway({ dir: tmp.dir, telegram, openai, config: telegramConfig() });
     telegram.pushUpdate(dm('hello there'));
     await until(() => sentTo(telegram, 42).length === 1);
+    // The journal lines follow the send; wait for the last of them.
+    await until(() => readFileSync(path.join(tmp.dir, 'data', 'inbox.jsonl'), 'utf8').includes('"op":"done"'));
     const journal = readFileSync(path.join(tmp.dir, 'data', 'inbox.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { op: string; count?: number });
     expect(journal.map((r) => r.op)).toEqual(['in', 'sent', 'done']);
     expect(journal[1]!.count).toBe(1);
