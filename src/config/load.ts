@@ -28,6 +28,7 @@ export const ENV_BINDINGS: Record<string, string[]> = {
   SWITCHBOARD_PORT: ['gateway', 'port'],
   SWITCHBOARD_HOST: ['gateway', 'host'],
   SWITCHBOARD_LOG_LEVEL: ['logLevel'],
+  SWITCHBOARD_STORE: ['store'],
 };
 
 /** Inputs of {@link loadConfig}; all default to the process's own. */
@@ -185,6 +186,7 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
     token: acc.token ?? base.token,
     apiBase: (acc.apiBase ?? base.apiBase).replace(/\/+$/, ''),
     groups: acc.guilds ?? base.guilds,
+    shardCount: base.shardCount,
   })) as DiscordAccountConfig[];
   const slack = expandAccounts(c.slack, c.slack.accounts, 'botToken', (base, acc) => ({
     botToken: acc.botToken ?? base.botToken,
@@ -205,6 +207,7 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
     gateway: config.gateway,
     stateDir,
     store,
+    cluster: config.cluster,
     logLevel: config.logLevel,
     ledger: config.ledger,
     providers,
@@ -259,6 +262,8 @@ function collectSecrets(config: ParsedConfig): string[] {
   const values = new Set<string>();
   const add = (v: unknown) => { if (typeof v === 'string' && v.length >= 6) values.add(v); };
   add(config.gateway.authToken);
+  // A database URI's password (postgres://user:password@host/db).
+  if (config.store) { try { add(decodeURIComponent(new URL(config.store).password)); } catch { /* not a URL */ } }
   for (const p of Object.values(config.providers)) add(p.apiKey);
   const c = config.channels;
   for (const t of [c.telegram, ...Object.values(c.telegram.accounts)]) { add(t.botToken); add(t.webhookSecret); }

@@ -23,6 +23,8 @@ export interface TelegramAccountConfig extends ChannelAccountConfig {
 export interface DiscordAccountConfig extends ChannelAccountConfig {
   token: string;
   apiBase: string;
+  /** Gateway shards (cluster mode holds each on one replica). */
+  shardCount?: number;
 }
 export interface SlackAccountConfig extends ChannelAccountConfig {
   botToken: string;
@@ -54,6 +56,8 @@ export interface ResolvedConfig {
   stateDir: string;
   /** keyv URI of the session store. */
   store: string;
+  /** Cluster mode settings (used when `store` is a postgres:// URI). */
+  cluster: ParsedConfig['cluster'];
   logLevel: ParsedConfig['logLevel'];
   /** Token ledger rotation and archives. */
   ledger: ParsedConfig['ledger'];

@@ -190,6 +190,8 @@ const discord = z.strictObject({
   apiBase: z.string().default(''),
   groupPolicy: groupPolicy.default('allowlist'),
   guilds: idList,
+  /** Cluster mode: gateway shards of each bot; each is held by one replica at a time (SPEC §13). */
+  shardCount: z.number().int().min(1).max(64).default(1),
   accounts: z.record(accountId, discordAccount).default({}),
 });
 
@@ -273,6 +275,15 @@ export const configSchema = z.strictObject({
   gateway: gateway.prefault({}),
   stateDir: z.string().min(1).default('./data'),
   store: z.string().optional(),
+  /** Cluster mode (`store: "postgres://…"`, SPEC §13). */
+  cluster: z.strictObject({
+    /** This replica's name in /status (default: host name and pid). */
+    replicaId: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, 'letters, digits and . _ : - (at most 64)').optional(),
+    /** How long a frozen replica keeps its sessions before PostgreSQL ends its connections and others take over. */
+    laneLeaseMs: z.number().int().min(2000).max(600_000).default(30_000),
+    /** How often a replica looks for queued work it was not notified of. */
+    pollMs: z.number().int().min(50).max(60_000).default(1000),
+  }).prefault({}),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ledger: ledger.prefault({}),
   providers: z.record(z.string(), provider.prefault({})).prefault({ default: {} }),

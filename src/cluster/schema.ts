@@ -1,0 +1,113 @@
+/**
+ * The cluster database's schema, as versioned migrations (SPEC §13). Each runs once, in order, inside one
+ * transaction under a database-wide advisory lock, so replicas starting together apply it exactly once.
+ * Never edit an applied migration: add the next one.
+ */
+export interface Migration {
+  /** Sortable and unique: `NNN-name`. */
+  id: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    id: '001-cluster',
+    sql: `
+-- Session entries: @keyv/postgres's own table (namespaced keys, keyv's serialized value).
+CREATE TABLE IF NOT EXISTS keyv (key VARCHAR(1024) PRIMARY KEY, value TEXT);
+
+-- One row per session key that ever had queued work. seq order is the order of acceptance.
+CREATE TABLE sb_lane (
+  session_key text PRIMARY KEY,
+  next_seq bigint NOT NULL DEFAULT 0,
+  done_seq bigint NOT NULL DEFAULT 0,
+  owner text,
+  ready_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX sb_lane_ready ON sb_lane (ready_at) WHERE next_seq > done_seq;
+
+-- Accepted messages (platform deliveries and internal work): the durable queue.
+CREATE TABLE sb_inbox (
+  session_key text NOT NULL,
+  seq bigint NOT NULL,
+  delivery_key text NOT NULL,
+  message jsonb NOT NULL,
+  correlation_id text NOT NULL,
+  accepted_at timestamptz NOT NULL DEFAULT now(),
+  attempts int NOT NULL DEFAULT 0,
+  sending int NOT NULL DEFAULT 0,
+  sent int NOT NULL DEFAULT 0,
+  done_at timestamptz,
+  result jsonb,
+  PRIMARY KEY (session_key, seq)
+);
+CREATE INDEX sb_inbox_done ON sb_inbox (done_at) WHERE done_at IS NOT NULL;
+
+-- Delivery ids seen (any outcome), for the dedupe of redeliveries across replicas (48 h).
+CREATE TABLE sb_delivery (
+  delivery_key text PRIMARY KEY,
+  at timestamptz NOT NULL DEFAULT now(),
+  outcome text NOT NULL
+);
+CREATE INDEX sb_delivery_at ON sb_delivery (at);
+
+-- Transcripts: one row per session id, one per entry (n = position).
+CREATE TABLE sb_transcript (
+  session_id text PRIMARY KEY,
+  session_key text NOT NULL,
+  agent_id text NOT NULL,
+  created_at timestamptz NOT NULL,
+  archived_at timestamptz
+);
+CREATE INDEX sb_transcript_key ON sb_transcript (session_key);
+CREATE TABLE sb_transcript_entry (
+  session_id text NOT NULL REFERENCES sb_transcript (session_id) ON DELETE CASCADE,
+  n bigserial,
+  entry jsonb NOT NULL,
+  PRIMARY KEY (session_id, n)
+);
+
+-- The token ledger (SPEC §4 records), one row per LLM call.
+CREATE TABLE sb_ledger (
+  id bigserial PRIMARY KEY,
+  at timestamptz NOT NULL,
+  session_key text NOT NULL,
+  session_id text NOT NULL,
+  channel text NOT NULL,
+  provider_id text NOT NULL,
+  model_id text NOT NULL,
+  kind text NOT NULL,
+  replica_id text NOT NULL,
+  record jsonb NOT NULL
+);
+CREATE INDEX sb_ledger_session ON sb_ledger (session_key, id);
+
+-- Skipped group messages kept as context for the next triggered turn (capped per key by the writer).
+CREATE TABLE sb_group_context (
+  id bigserial PRIMARY KEY,
+  session_key text NOT NULL,
+  at timestamptz NOT NULL,
+  name text NOT NULL,
+  text text NOT NULL
+);
+CREATE INDEX sb_group_context_key ON sb_group_context (session_key, id);
+
+-- Replicas: a row per process that ever started; live while it holds its liveness lock.
+CREATE TABLE sb_replica (
+  replica_id text PRIMARY KEY,
+  host text NOT NULL,
+  pid int NOT NULL,
+  url text,
+  version text NOT NULL,
+  started_at timestamptz NOT NULL,
+  seen_at timestamptz NOT NULL
+);
+
+-- Counters shared by the cluster (lane takeovers, reruns, duplicate-reply windows hit, lease losses).
+CREATE TABLE sb_counter (
+  name text PRIMARY KEY,
+  value bigint NOT NULL DEFAULT 0
+);
+`,
+  },
+];
