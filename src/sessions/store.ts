@@ -2,6 +2,10 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Keyv from 'keyv';
 import KeyvSqlite from '@keyv/sqlite';
+import pg from 'pg';
+import { LeaseLostError } from '../cluster/fence.ts';
+import { isClusterStore } from '../cluster/pg-database.ts';
+import { PgKeyvAdapter } from '../cluster/pg-keyv-adapter.ts';
 import { StoreError } from '../core/errors.ts';
 import type { SessionEntry } from './entry.ts';
 import { deserializeKeyv, serializeKeyv } from './keyv-codec.ts';
@@ -55,6 +59,12 @@ const serialize = (data: { value?: unknown; expires?: number | null }): string =
 /** What list and count query: @keyv/sqlite, or the adapter that reads through it. */
 type Queryable = { query(sql: string, ...params: unknown[]): Promise<unknown> };
 
+/** Options of {@link KeyvSessionStore.open}. */
+export interface OpenSessionStoreOptions {
+  /** With a `postgres://` URI: the cluster's shared pool (else the store opens a small one of its own). */
+  pool?: pg.Pool;
+}
+
 /**
  * Session entries in keyv. With a `sqlite://` URI the table is `@keyv/sqlite`'s, in WAL mode (readers in other
  * processes, such as `switchboard sessions`, never block the gateway); @keyv/sqlite reads it and pages with an
@@ -65,6 +75,8 @@ export class KeyvSessionStore implements SessionStore {
   private readonly keyv: Keyv<SessionEntry>;
   private readonly sqlite?: Queryable;
   private readonly ready: Promise<void>;
+  /** Cluster mode: the adapter over the `keyv` table, and a pool the store opened itself (closed with it). */
+  private postgres?: { adapter: PgKeyvAdapter; ownPool?: pg.Pool };
 
   private constructor(keyv: Keyv<SessionEntry>, sqlite: Queryable | undefined, ready: Promise<void>) {
     this.keyv = keyv;
@@ -72,8 +84,21 @@ export class KeyvSessionStore implements SessionStore {
     this.ready = ready;
   }
 
-  /** Opens the store at a keyv URI (`sqlite://path` or any keyv adapter URI whose package is installed). */
-  static async open(uri: string): Promise<KeyvSessionStore> {
+  /**
+   * Opens the store at a keyv URI (`sqlite://path`, `postgres://…` for cluster mode, or any keyv adapter URI
+   * whose package is installed). In cluster mode entries live in @keyv/postgres's `keyv` table, written through
+   * {@link PgKeyvAdapter}: through the session's lane connection while the running code holds its lock.
+   */
+  static async open(uri: string, options: OpenSessionStoreOptions = {}): Promise<KeyvSessionStore> {
+    if (isClusterStore(uri)) {
+      const ownPool = options.pool ? undefined : new pg.Pool({ connectionString: uri, max: 4 });
+      ownPool?.on('error', () => undefined);
+      const adapter = new PgKeyvAdapter({ pool: options.pool ?? ownPool!, uri });
+      const keyv = new Keyv<SessionEntry>({ store: adapter, namespace: NAMESPACE, useKeyPrefix: true, serialize, deserialize: deserializeKeyv, throwOnErrors: true });
+      const store = new KeyvSessionStore(keyv, undefined, Promise.resolve());
+      store.postgres = { adapter, ownPool };
+      return store;
+    }
     if (uri.startsWith('sqlite://')) {
       const file = uri.slice('sqlite://'.length);
       if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
@@ -108,6 +133,7 @@ export class KeyvSessionStore implements SessionStore {
     try {
       return (await this.keyv.get(key)) ?? undefined;
     } catch (error) {
+      if (error instanceof LeaseLostError) throw error;
       throw new StoreError(`Reading session ${key} failed: ${(error as Error).message}`, error);
     }
   }
@@ -125,6 +151,7 @@ export class KeyvSessionStore implements SessionStore {
     try {
       ok = await this.keyv.set(key, new Serialized(serialized) as unknown as SessionEntry);
     } catch (error) {
+      if (error instanceof LeaseLostError) throw error;
       throw new StoreError(`Writing session ${key} failed: ${(error as Error).message}`, error);
     }
     if (!ok) throw new StoreError(`Writing session ${key} failed.`);
@@ -137,6 +164,7 @@ export class KeyvSessionStore implements SessionStore {
   async list(options: ListSessionsOptions = {}): Promise<SessionPage> {
     const limit = Math.min(Math.max(options.limit ?? 100, 1), 1000);
     const entries: SessionEntry[] = [];
+    if (this.postgres) return this.listPostgres(this.postgres.adapter, options, limit);
     if (this.sqlite) {
       let after = `${NAMESPACE}:${options.cursor ?? ''}`;
       // Scan in pages so a channel filter still returns up to `limit` rows.
@@ -165,6 +193,12 @@ export class KeyvSessionStore implements SessionStore {
   }
 
   async count(): Promise<number> {
+    if (this.postgres) {
+      const rows = await this.postgres.adapter.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM keyv WHERE key COLLATE "C" > $1 AND key COLLATE "C" < $2', [`${NAMESPACE}:`, `${NAMESPACE};`],
+      );
+      return rows[0]?.n ?? 0;
+    }
     if (this.sqlite) {
       const rows = (await this.sqlite.query('SELECT count(*) AS n FROM keyv WHERE key > ? AND key < ?', `${NAMESPACE}:`, `${NAMESPACE};`)) as { n: number }[];
       return rows[0]?.n ?? 0;
@@ -177,6 +211,27 @@ export class KeyvSessionStore implements SessionStore {
   async close(): Promise<void> {
     await this.ready.catch(() => undefined);
     await this.keyv.disconnect();
+    await this.postgres?.ownPool?.end();
+  }
+
+  /** {@link list} in cluster mode: the `keyv` table in key order (binary), a page at a time from the cursor. */
+  private async listPostgres(adapter: PgKeyvAdapter, options: ListSessionsOptions, limit: number): Promise<SessionPage> {
+    const entries: SessionEntry[] = [];
+    let after = `${NAMESPACE}:${options.cursor ?? ''}`;
+    // Scan in pages so a channel filter still returns up to `limit` rows.
+    for (;;) {
+      const rows = await adapter.query<{ key: string; value: string }>(
+        'SELECT key, value FROM keyv WHERE key COLLATE "C" > $1 AND key COLLATE "C" < $2 ORDER BY key COLLATE "C" LIMIT $3', [after, `${NAMESPACE};`, limit + 1],
+      );
+      for (const row of rows) {
+        const entry = await this.decode(row.value);
+        after = row.key;
+        if (!entry || (options.channel && entry.channel !== options.channel) || (options.agentId && entry.agentId !== options.agentId)) continue;
+        if (entries.length === limit) return { entries, nextCursor: entries[entries.length - 1]?.key };
+        entries.push(entry);
+      }
+      if (rows.length <= limit) return { entries };
+    }
   }
 
   private async decode(raw: string): Promise<SessionEntry | undefined> {
