@@ -46,6 +46,8 @@ import { SessionManager } from './sessions/manager.ts';
 import { expiresAt } from './sessions/reset.ts';
 import { KeyvSessionStore } from './sessions/store.ts';
 import { AgentTranscriptStores } from './sessions/agent-transcripts.ts';
+import { isClusterStore } from './cluster/pg-database.ts';
+import { openClusterMode, type ClusterMode } from './cluster/cluster-mode.ts';
 
 export const VERSION = '0.1.0';
 
@@ -146,16 +148,21 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     throw new ConfigError(`gateway.host is ${config.gateway.host}, which is reachable from other machines, but gateway.authToken is empty. Set SWITCHBOARD_AUTH_TOKEN (or gateway.authToken), or bind to 127.0.0.1.`);
   }
   mkdirSync(config.stateDir, { recursive: true });
+  let gateway!: Gateway;
+  let sessions!: SessionManager;
+  // Cluster mode (SPEC §13): the shared database, the session locks and the work queue come first.
+  const cluster: ClusterMode | undefined = isClusterStore(config.store)
+    ? await openClusterMode(config, logger, { onLockLost: (key) => gateway.lanes.stop(key, 'lock lost'), onClaim: (key) => sessions.forget(key) })
+    : undefined;
   const store = await KeyvSessionStore.open(config.store);
   const transcripts = new AgentTranscriptStores({ stateDir: config.stateDir, agentIds: config.agents.map((a) => a.id), logger });
   let runtime!: AgentRuntime;
-  const sessions = new SessionManager({
+  sessions = new SessionManager({
     store, transcripts, clock, logger,
     maxActiveSessions: config.session.maxActiveSessions,
     expiresAt: (entry) => expiresAt(runtime.resetPolicyOf(entry), entry.updatedAt),
   });
   const providers = createProviders(config);
-  let gateway!: Gateway;
   const tools = createToolRegistry({
     config, sessions, reader: { get: (key) => sessions.get(key), all: () => allSessions(store, sessions) },
     sink: () => gateway.sink, history: (entry) => transcripts.read(entry.sessionId), timeout: options.toolTimeout,
@@ -163,10 +170,12 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   runtime = new AgentRuntime({ config, sessions, transcripts, providers, clock, logger, tools });
   await rekeyIfRoutingChanged(config, store, transcripts, logger, clock.now());
   const mcp = new McpHub({ config, registry: tools, logger, reconnectBaseMs: options.mcpReconnectBaseMs });
-  const inbox = new Inbox({ file: path.join(config.stateDir, 'inbox.jsonl'), clock, logger });
-  const pending = inbox.open();
+  // One machine journals accepted messages to inbox.jsonl; a cluster queues them in the shared database.
+  const inbox = cluster ? undefined : new Inbox({ file: path.join(config.stateDir, 'inbox.jsonl'), clock, logger });
+  const pending = inbox?.open() ?? [];
   const pairing = new PairingStore({ uri: config.store, clock });
-  gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing });
+  gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, ...(cluster ? { queue: cluster.queue, onStop: (key: string) => cluster.broadcastStop(key) } : {}) });
+  cluster?.onStopRequest((key) => gateway.lanes.stop(key));
   // Channels and the API submit through the inbound size limit (and token counts warmed off the hot path).
   const inbound = guardInbound(gateway.sink, { config, logger, adapterFor: (channel, accountId) => gateway.adapterFor(channel, accountId) });
   const adapters = options.adapters ?? await createChannelAdapters(config, { clock, logger, stateDir: config.stateDir });
@@ -180,6 +189,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
       queueDepth: () => gateway.lanes.totalQueued(),
       runningTurns: () => gateway.lanes.runningCount,
       messages: () => ({ ...gateway.stats }),
+      ...(cluster ? { cluster: () => cluster.queue.stats } : {}),
     },
   });
   await accounting.open();
@@ -221,6 +231,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     tracker: accounting.providers,
     queue: () => ({ running: gateway.lanes.runningCount, queued: gateway.lanes.totalQueued() }),
     mcp: () => mcp.status(),
+    ...(cluster ? { cluster: async () => ({ replicaId: cluster.replicaId, replicas: await cluster.replicas.live() }) } : {}),
   });
   registerGatewayCommands(runtime.commands, { status, usage: () => accounting.totals.snapshot() });
   registerCheckedCommands(runtime.commands, { providers, clock, keyTotals: (key) => accounting.totals.ofKey(key), sessionTotals: (key, id) => accounting.totals.ofSession(key, id) });
@@ -265,6 +276,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   const host = config.gateway.host.includes(':') ? `[${config.gateway.host}]` : config.gateway.host;
   const url = port !== undefined ? `http://${host}:${port}` : undefined;
   if (url) lock.update({ url, port });
+  await cluster?.replicas.start(url);
 
   // Channels connect in the background, retried with backoff; start-up never waits for a platform.
   // From here on, an error nobody catches is logged and the gateway keeps serving.
@@ -273,7 +285,14 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   // MCP servers connect in the background too; their tools join the requests once they are ready.
   setImmediate(() => mcp.start());
   replay(replayNow);
-  if (config.backgroundExecution.enabled && config.backgroundExecution.autoResumeOnStartup) {
+  // Cluster mode: claim queued work once this replica's channels had their first try at connecting, so replies can go out.
+  if (cluster) {
+    let timer: NodeJS.Timeout | undefined;
+    void Promise.race([supervisor.firstAttempts(), new Promise((resolve) => { timer = setTimeout(resolve, 15_000); })])
+      .then(() => { clearTimeout(timer); if (!gateway.isClosing) cluster.queue.start((job) => gateway.runJob(job)); });
+  }
+  // A cluster keeps a goal run's next batch in its queue; a replica starting must not resume runs that others are running.
+  if (!cluster && config.backgroundExecution.enabled && config.backgroundExecution.autoResumeOnStartup) {
     void resumeInterruptedRuns(gateway, allSessions(store, sessions), logger);
   }
 
@@ -294,6 +313,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   const stop = () => {
     stopping ??= (async () => {
       logger.info('shutting down: no new messages; finishing running turns');
+      cluster?.queue.close();
       await gateway.close(config.gateway.shutdownGraceMs);
       await supervisor.stop();
       await mcp.stop();
@@ -313,9 +333,10 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
       await accounting.close();
       await sessions.flush();
       await transcripts.close();
-      await inbox.close();
+      await inbox?.close();
       await pairing.close().catch(() => undefined);
       await store.close();
+      await cluster?.close();
       await lock.release();
       releaseProcessGuard();
       logger.info('stopped');

@@ -36,6 +36,8 @@ export interface StatusReport {
   queue: { running: number; queued: number };
   /** Each MCP server: connecting, ready or failed (with the reason), and its tool count. */
   mcp: McpStatusReport[];
+  /** Cluster mode: this replica's id and the live replicas (SPEC §13). */
+  cluster?: { replicaId: string; replicas: unknown[] };
 }
 
 /** One MCP server in `GET /status`. */
@@ -60,6 +62,8 @@ export interface StatusSources {
   tracker: ProviderTracker;
   queue(): { running: number; queued: number };
   mcp?(): McpStatusReport[];
+  /** Cluster mode: the live replicas. */
+  cluster?(): Promise<{ replicaId: string; replicas: unknown[] }>;
 }
 
 /** Builds the status report; a store that cannot count gives `persisted: null` rather than failing. */
@@ -81,5 +85,6 @@ export async function buildStatusReport(sources: StatusSources): Promise<StatusR
     }),
     queue: sources.queue(),
     mcp: sources.mcp?.() ?? [],
+    ...(sources.cluster ? { cluster: await sources.cluster().catch((err: unknown) => ({ replicaId: '', replicas: [], error: String((err as Error).message) })) } : {}),
   };
 }

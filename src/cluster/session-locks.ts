@@ -46,6 +46,8 @@ class LaneConnection implements Fence {
 /** A session lock this replica holds. */
 export interface HeldLock {
   readonly fence: Fence;
+  /** True when this hold took the lock (no other hold of this replica had it): cached state may be stale. */
+  readonly fresh: boolean;
   /** Gives the hold back; the lock is released when the last hold of this replica ends. */
   release(): Promise<void>;
 }
@@ -98,7 +100,7 @@ export class SessionLocks {
     const mine = this.held.get(key);
     if (mine?.conn.alive) {
       mine.holds++;
-      return this.hold(key, mine.conn);
+      return this.hold(key, mine.conn, false);
     }
     const conn = await this.connection();
     try {
@@ -119,7 +121,7 @@ export class SessionLocks {
         await conn.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]);
         this.giveBack(conn);
         raced.holds++;
-        return this.hold(key, raced.conn);
+        return this.hold(key, raced.conn, false);
       }
       if (!ok) {
         this.giveBack(conn);
@@ -131,17 +133,18 @@ export class SessionLocks {
         this.options.onLost?.(key);
       };
       this.held.set(key, { conn, holds: 1 });
-      return this.hold(key, conn);
+      return this.hold(key, conn, true);
     } catch (error) {
       this.giveBack(conn);
       throw error;
     }
   }
 
-  private hold(key: string, conn: LaneConnection): HeldLock {
+  private hold(key: string, conn: LaneConnection, fresh: boolean): HeldLock {
     let released = false;
     return {
       fence: conn,
+      fresh,
       release: async () => {
         if (released) return;
         released = true;

@@ -12,6 +12,7 @@ import type { PairingStore } from '../routing/pairing.ts';
 import { agentOf } from '../routing/bindings.ts';
 import { buildSessionKey, parseSessionKey } from '../routing/session-key.ts';
 import { GroupContextBuffer } from './group-context.ts';
+import type { QueuedJob, SeenOutcome, SharedGroupContext, SharedQueue } from './shared-queue.ts';
 import type { Inbox, PendingMessage } from './inbox.ts';
 import { LaneScheduler } from './lanes.ts';
 import { BackgroundRuns } from './background-runs.ts';
@@ -31,6 +32,12 @@ export interface GatewayOptions {
   clock: Clock;
   logger: Logger;
   inbox?: Inbox;
+  /** Cluster mode: the work queue the replicas share (then there is no inbox journal). */
+  queue?: SharedQueue;
+  /** Cluster mode: group context kept in the shared database. */
+  sharedGroupContext?: SharedGroupContext;
+  /** Called after `/stop` stopped a session here (cluster mode tells the other replicas). */
+  onStop?: (key: string) => void;
   pairing?: PairingStore;
   /** How often the typing indicator is refreshed while a turn runs (default 5 s). */
   typingIntervalMs?: number;
@@ -69,7 +76,7 @@ export class Gateway {
     this.rateLimiter = new SenderRateLimiter(options.config.limits.perSender, options.clock);
     this.groupContext = new GroupContextBuffer({ limit: options.config.session.groupContextLimit });
     options.runtime.attachLanes({
-      stop: (key) => this.lanes.stop(key),
+      stop: (key) => { const stopped = this.lanes.stop(key); options.onStop?.(key); return stopped; },
       depth: (key) => this.lanes.depth(key),
       isRunning: (key) => this.lanes.isRunning(key),
     });
@@ -114,15 +121,11 @@ export class Gateway {
     if (this.closing) throw new ShuttingDownError();
     const correlationId = message.correlationId ?? randomUUID();
     const logger = this.options.logger.child({ correlationId, channel: message.channel, accountId: message.accountId });
-    const done = (result?: TurnResult) => Promise.resolve(result);
     const inbox = this.options.inbox;
-    const durable = Boolean(inbox) && DURABLE_CHANNELS.has(message.channel);
-    const deduped = Boolean(inbox) && (durable || Boolean(message.deliveryId));
-    if (inbox && deduped && !inbox.claim(message)) {
-      this.stats.duplicates++;
-      logger.info({ messageId: message.id, deliveryId: message.deliveryId }, 'duplicate delivery ignored');
-      return { status: 'duplicate', correlationId, done: done() };
-    }
+    const journaled = Boolean(inbox) || Boolean(this.options.queue);
+    const durable = journaled && DURABLE_CHANNELS.has(message.channel);
+    const deduped = journaled && (durable || Boolean(message.deliveryId));
+    if (inbox && deduped && !inbox.claim(message)) return this.duplicate(message, correlationId, logger);
     try {
       return await this.route(message, options, correlationId, logger, durable, deduped);
     } catch (error) {
@@ -131,9 +134,23 @@ export class Gateway {
     }
   }
 
+  private duplicate(message: InboundMessage, correlationId: string, logger: Logger): Submission {
+    this.stats.duplicates++;
+    logger.info({ messageId: message.id, deliveryId: message.deliveryId }, 'duplicate delivery ignored');
+    return { status: 'duplicate', correlationId, done: Promise.resolve(undefined) };
+  }
+
+  /** Records a delivery id whose message is not queued; false when a cluster replica had seen it already. */
+  private async seen(message: InboundMessage, deduped: boolean, outcome: SeenOutcome): Promise<boolean> {
+    if (!deduped) return true;
+    this.options.inbox?.markSeen(message);
+    return this.options.queue ? this.options.queue.markSeen(message, outcome) : true;
+  }
+
   private async route(message: InboundMessage, options: SubmitOptions, correlationId: string, logger: Logger, durable: boolean, deduped: boolean): Promise<Submission> {
     const done = (result?: TurnResult) => Promise.resolve(result);
     const inbox = this.options.inbox;
+    const queue = this.options.queue;
     const isCommand = message.text.trim().startsWith('/');
     const decision = await decideAccess(message, this.accountConfig(message), this.options.pairing, { isCommand });
     let sessionKey: string;
@@ -142,20 +159,21 @@ export class Gateway {
     } catch (error) {
       logger.warn({ err: error }, 'message has no valid session key; dropped');
       this.stats.blocked++;
-      if (inbox && deduped) inbox.markSeen(message);
+      await this.seen(message, deduped, 'blocked');
       return { status: 'blocked', correlationId, done: done() };
     }
     if (decision.action === 'block') {
+      if (!(await this.seen(message, deduped, 'blocked'))) return this.duplicate(message, correlationId, logger);
       this.stats.blocked++;
       logger.info({ reason: decision.reason, peerId: message.peerId }, 'message refused by policy');
-      if (inbox && deduped) inbox.markSeen(message);
       if (decision.reply) await this.deliver(message, { text: decision.reply, kind: 'pairing', threadId: message.threadId }, logger);
       return { status: 'blocked', sessionKey, correlationId, done: done() };
     }
     if (decision.action === 'skip') {
+      if (!(await this.seen(message, deduped, 'skipped'))) return this.duplicate(message, correlationId, logger);
       this.stats.skipped++;
-      if (inbox && deduped) inbox.markSeen(message);
-      if (message.text.trim()) this.groupContext.add(sessionKey, { name: message.sender.name ?? message.sender.username ?? message.sender.id, text: message.text, at: message.receivedAt });
+      const item = { name: message.sender.name ?? message.sender.username ?? message.sender.id, text: message.text, at: message.receivedAt };
+      if (message.text.trim()) await (this.options.sharedGroupContext?.add(sessionKey, item) ?? this.groupContext.add(sessionKey, item));
       return { status: 'skipped', sessionKey, correlationId, done: done() };
     }
     const immediate = !message.internal && this.options.runtime.isImmediate(message.text);
@@ -164,13 +182,21 @@ export class Gateway {
       const limited = this.rateLimiter.take(message.rateLimitKey ?? `${message.channel}:${message.peerId}`);
       if (!limited.allowed) return this.refuseRate(message, sessionKey, correlationId, limited, logger, deduped);
     }
-    this.stats.accepted++;
     if (immediate) {
-      if (inbox && deduped) inbox.markSeen(message);
+      if (!(await this.seen(message, deduped, 'immediate'))) return this.duplicate(message, correlationId, logger);
+      this.stats.accepted++;
       return { status: 'accepted', sessionKey, correlationId, done: this.runImmediate(message, sessionKey, correlationId, logger) };
     }
+    if (queue && durable) {
+      // Cluster mode: committed to the shared queue; whichever replica takes the session runs it.
+      const queued = await queue.accept(message, sessionKey, correlationId);
+      if (!queued.accepted) return this.duplicate(message, correlationId, logger);
+      this.stats.accepted++;
+      return { status: 'accepted', sessionKey, correlationId, done: queue.whenDone(sessionKey, queued.seq) };
+    }
     if (durable && inbox) await inbox.accept(message, correlationId);
-    else if (inbox && deduped) inbox.markSeen(message);
+    else if (!(await this.seen(message, deduped, 'accepted'))) return this.duplicate(message, correlationId, logger);
+    this.stats.accepted++;
     return { status: 'accepted', sessionKey, correlationId, done: this.enqueue(message, sessionKey, correlationId, options, logger, durable) };
   }
 
@@ -183,6 +209,7 @@ export class Gateway {
     this.options.runtime.events.emit('onRefusal', { reason: 'rate_limit', correlationId, channel: message.channel, sessionKey, at: this.options.clock.now() });
     logger.info({ sessionKey, peerId: message.peerId, retryAfterSeconds }, 'message refused: the sender is over limits.perSender');
     if (this.options.inbox && deduped) await this.options.inbox.refuse(message).catch((err: unknown) => logger.warn({ err }, 'could not journal a refused message'));
+    if (this.options.queue && deduped) await this.options.queue.markSeen(message, 'refused').catch((err: unknown) => logger.warn({ err }, 'could not record a refused message'));
     if (limited.notify) {
       const perMinute = this.options.config.limits.perSender.perMinute;
       await this.deliver(message, { text: `Slow down, please: I take at most ${perMinute} message${perMinute === 1 ? '' : 's'} a minute from each person. Messages sent in the next ${retryAfterSeconds} s are not answered.`, kind: 'notice', threadId: message.threadId, replyTo: message.id }, logger);
@@ -194,8 +221,20 @@ export class Gateway {
   runOnLane<T>(key: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
     if (this.closing) return Promise.reject(new ShuttingDownError());
     return new Promise<T>((resolve, reject) => {
-      this.lanes.enqueue(key, (signal) => work(signal).then(resolve, reject), () => reject(new ShuttingDownError()));
+      this.lanes.enqueue(key, (signal) => this.exclusive(key, () => work(signal)).then(resolve, reject), () => reject(new ShuttingDownError()));
     });
+  }
+
+  /** Cluster mode: runs a message this replica claimed from the shared queue, on its lane. */
+  runJob(job: QueuedJob): Promise<TurnResult | undefined> {
+    const logger = this.options.logger.child({ correlationId: job.correlationId, channel: job.message.channel, accountId: job.message.accountId });
+    if (job.replayed) logger.info({ sessionKey: job.key, seq: job.seq }, 'running again a message whose earlier attempt did not finish');
+    return this.enqueue(job.message, job.key, job.correlationId, {}, logger, true, job.replayed ? { replayed: true, sent: job.sent } : undefined, job);
+  }
+
+  /** Cluster mode: the turn holds its session's lock across replicas (shared with a claim of this replica). */
+  private exclusive<T>(key: string, work: () => Promise<T>): Promise<T> {
+    return this.options.queue ? this.options.queue.runExclusive(key, work) : work();
   }
 
   /** Re-queues messages the journal says were accepted but never answered (after a crash or a stop). */
@@ -253,42 +292,53 @@ export class Gateway {
   }
 
   private enqueue(
-    message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: { replayed: true; sent: number },
+    message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: { replayed: true; sent: number }, job?: QueuedJob,
   ): Promise<TurnResult | undefined> {
-    const onLane = () => this.enqueueOnLane(message, key, correlationId, options, logger, durable, replay);
+    const onLane = () => this.enqueueOnLane(message, key, correlationId, options, logger, durable, replay, job);
     return isBackgroundKind(message.internal?.kind) ? this.background.schedule(key, onLane) : onLane();
   }
 
   private enqueueOnLane(
-    message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: { replayed: true; sent: number },
+    message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: { replayed: true; sent: number }, job?: QueuedJob,
   ): Promise<TurnResult | undefined> {
     return new Promise((resolve) => {
-      this.lanes.enqueue(key, async (laneSignal) => {
+      this.lanes.enqueue(key, (laneSignal) => this.exclusive(key, async () => {
         const stopTyping = this.startTyping(message, logger);
         let result: TurnResult | undefined;
         let finished = true;
         try {
           result = await this.options.runtime.runTurn({
             message, sessionKey: key, correlationId, signal: laneSignal, clientSignal: options.signal, onDelta: options.onDelta, replayed: Boolean(replay),
-            groupContext: message.chatType === 'direct' ? undefined : this.groupContext.take(key),
+            groupContext: message.chatType === 'direct' ? undefined : await (this.options.sharedGroupContext?.take(key) ?? this.groupContext.take(key)),
             logger: logger.child({ sessionKey: key }),
             lendSlot: (work) => this.lanes.lend(work),
           });
           stopTyping();
-          await this.deliverReplies(message, result.replies, logger, durable, replay?.sent ?? 0);
+          await this.deliverReplies(message, result.replies, logger, durable, replay?.sent ?? 0, job);
         } catch (error) {
           stopTyping();
-          result = await this.handleFailure(message, key, correlationId, error, logger);
-          if (this.closing && isAbortError(error)) finished = false;
+          if (this.options.queue?.lockLost()) {
+            // Another replica takes the session over and runs this message again: nothing more from here.
+            logger.warn({ err: error, sessionKey: key }, 'the session lock was lost during the turn; another replica runs it again');
+            finished = false;
+          } else {
+            result = await this.handleFailure(message, key, correlationId, error, logger);
+            if (this.closing && isAbortError(error)) finished = false;
+          }
         } finally {
           stopTyping();
           // What the turn asks to queue is journaled before the turn is marked done, so a crash in between loses
           // nothing; ids derived from this message make the follow-ups of a replayed turn duplicates.
           if (finished && result) await this.followUp(message, key, result, logger).catch((err: unknown) => logger.error({ err }, 'could not queue the follow-up of a turn'));
-          if (durable && finished) await this.options.inbox?.done(message).catch((err: unknown) => logger.error({ err }, 'could not journal a finished message'));
+          if (durable && finished && !job) await this.options.inbox?.done(message).catch((err: unknown) => logger.error({ err }, 'could not journal a finished message'));
+          if (job && finished) await this.options.queue?.done(job, result).catch((err: unknown) => logger.error({ err }, 'could not mark a finished message done'));
           resolve(result);
         }
-      }, () => resolve(undefined));
+      }).catch((error: unknown) => {
+        // The session lock could not be had (the database is unreachable, or another replica kept it).
+        logger.error({ err: error, sessionKey: key }, 'the turn could not take its session lock');
+        resolve(undefined);
+      }), () => resolve(undefined));
     });
   }
 
@@ -360,11 +410,14 @@ export class Gateway {
    * Sends a turn's replies, journaling each one the platform accepted, so a replay after a stop sends only
    * those it had not (a crash between the platform's acceptance and the journal line can still repeat one).
    */
-  private async deliverReplies(message: InboundMessage, replies: readonly OutboundMessage[], logger: Logger, durable: boolean, alreadySent: number): Promise<void> {
+  private async deliverReplies(message: InboundMessage, replies: readonly OutboundMessage[], logger: Logger, durable: boolean, alreadySent: number, job?: QueuedJob): Promise<void> {
     if (alreadySent > 0) logger.info({ skipped: Math.min(alreadySent, replies.length) }, 'replay: replies the platform already has are not sent again');
     for (let i = alreadySent; i < replies.length; i++) {
+      // Cluster mode: recorded through the session lock's connection, so a replica that lost it sends nothing more.
+      if (job) await this.options.queue?.sending(job, i);
       if (!(await this.deliver(message, replies[i] as OutboundMessage, logger))) continue;
-      if (durable) await this.options.inbox?.sent(message, i + 1).catch((err: unknown) => logger.warn({ err }, 'could not journal a sent reply'));
+      if (job) await this.options.queue?.sent(job, i + 1);
+      else if (durable) await this.options.inbox?.sent(message, i + 1).catch((err: unknown) => logger.warn({ err }, 'could not journal a sent reply'));
     }
   }
 

@@ -217,6 +217,17 @@ export class SessionManager {
     return session.entry;
   }
 
+  /**
+   * Drops a key's cached session unless a turn holds it (cluster mode: another replica may have advanced
+   * it since, so the next turn reads the store). Nothing persisted is touched.
+   */
+  forget(key: string): void {
+    const session = this.active.get(key);
+    if (!session || session.holds > 0) return;
+    this.active.delete(key);
+    this.options.transcripts.forget?.(session.entry.sessionId);
+  }
+
   /** Drops every unheld session from memory (nothing persisted is touched). */
   evictAll(): void {
     for (const session of [...this.active.values()]) if (session.holds === 0) this.evict(session);

@@ -1,0 +1,56 @@
+import type pg from 'pg';
+import type { ResolvedConfig } from '../config/resolved.ts';
+import type { Logger } from '../core/logger.ts';
+import { ClusterListener } from './cluster-listener.ts';
+import { openClusterDatabase } from './pg-database.ts';
+import { PgWorkQueue } from './pg-work-queue.ts';
+import { defaultReplicaId, ReplicaRegistry } from './replicas.ts';
+import { SessionLocks } from './session-locks.ts';
+
+/** Everything a replica shares with the others, opened at start in cluster mode. */
+export interface ClusterMode {
+  replicaId: string;
+  pool: pg.Pool;
+  locks: SessionLocks;
+  listener: ClusterListener;
+  queue: PgWorkQueue;
+  replicas: ReplicaRegistry;
+  /** Asks every replica to stop `key`'s running turn (`/stop` reaches the one that runs it). */
+  broadcastStop(key: string): void;
+  /** Called on this replica when some replica asked to stop `key`. */
+  onStopRequest(handler: (key: string) => void): void;
+  close(): Promise<void>;
+}
+
+/** Opens the cluster database (migrating it), the lane connections, the listener and the queue. */
+export async function openClusterMode(config: ResolvedConfig, logger: Logger, hooks: { onLockLost: (key: string) => void; onClaim: (key: string) => void }): Promise<ClusterMode> {
+  const uri = config.store;
+  const replicaId = config.cluster.replicaId ?? defaultReplicaId();
+  const pool = await openClusterDatabase({ uri, logger });
+  const maxConcurrent = config.agentDefaults.maxConcurrent;
+  const locks = new SessionLocks({ uri, logger, leaseMs: config.cluster.laneLeaseMs, maxConnections: 2 * maxConcurrent + 2, onLost: (key) => { queue.stats.leaseLosses++; hooks.onLockLost(key); } });
+  const listener = new ClusterListener({ uri, logger });
+  const queue: PgWorkQueue = new PgWorkQueue({ pool, locks, listener, replicaId, logger, maxClaims: maxConcurrent, pollMs: config.cluster.pollMs, onClaim: hooks.onClaim });
+  const replicas = new ReplicaRegistry({ pool, replicaId, version: '0.1.0', logger });
+  await listener.start();
+  const stopHandlers: ((key: string) => void)[] = [];
+  listener.on('sb_control', (payload) => {
+    const message = JSON.parse(payload) as { op?: string; key?: string; from?: string };
+    if (message.op === 'stop' && message.key && message.from !== replicaId) for (const h of stopHandlers) h(message.key);
+  });
+  return {
+    replicaId, pool, locks, listener, queue, replicas,
+    broadcastStop: (key) => {
+      pool.query('SELECT pg_notify($1, $2)', ['sb_control', JSON.stringify({ op: 'stop', key, from: replicaId })])
+        .catch((err: unknown) => logger.warn({ err, sessionKey: key }, 'could not ask the other replicas to stop a session'));
+    },
+    onStopRequest: (handler) => { stopHandlers.push(handler); },
+    close: async () => {
+      queue.close();
+      await replicas.stop();
+      await listener.close();
+      await locks.close();
+      await pool.end().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,53 @@
+import type { TurnResult } from '../core/channel-adapter.ts';
+import type { InboundMessage } from '../core/message.ts';
+import type { GroupContextItem } from '../agent/runtime.ts';
+
+/** Group context kept where every replica sees it (cluster mode). */
+export interface SharedGroupContext {
+  add(key: string, item: GroupContextItem): Promise<void>;
+  /** Returns and deletes what was kept for a key, oldest first. */
+  take(key: string): Promise<GroupContextItem[] | undefined>;
+}
+
+/** A queued message a replica claimed and runs. */
+export interface QueuedJob {
+  message: InboundMessage;
+  key: string;
+  correlationId: string;
+  /** Its place in the session's order of acceptance. */
+  seq: number;
+  /** An earlier attempt started (a crash, a lost lock): the transcript may already hold its user entry or answer. */
+  replayed: boolean;
+  /** Replies of an earlier attempt the platform already accepted. */
+  sent: number;
+}
+
+/** Why a delivery id is recorded without queueing its message. */
+export type SeenOutcome = 'accepted' | 'blocked' | 'skipped' | 'refused' | 'immediate';
+
+/**
+ * The work queue several replicas share (cluster mode, SPEC §13): intake committed before the platform is
+ * acknowledged, one replica at a time per session, order of acceptance kept. One machine uses the inbox
+ * journal and the in-memory lanes instead.
+ */
+export interface SharedQueue {
+  /** Dedupe on the delivery id, the session's next sequence number, the row: one committed transaction. */
+  accept(message: InboundMessage, key: string, correlationId: string): Promise<{ accepted: true; seq: number } | { accepted: false }>;
+  /** Records a delivery id whose message is not queued; false when it had been seen already. */
+  markSeen(message: InboundMessage, outcome: SeenOutcome): Promise<boolean>;
+  /** Settles with the turn's result once message `seq` of `key` is done, on whichever replica ran it. */
+  whenDone(key: string, seq: number): Promise<TurnResult | undefined>;
+  /** Runs `work` holding the session's lock (waiting for another replica to give it back), its writes fenced by it. */
+  runExclusive<T>(key: string, work: () => Promise<T>): Promise<T>;
+  /** Reply `index` of the job is about to be sent. */
+  sending(job: QueuedJob, index: number): Promise<void>;
+  /** The first `count` replies of the job reached the platform. */
+  sent(job: QueuedJob, count: number): Promise<void>;
+  /** The job is finished; its result is kept for waiters. */
+  done(job: QueuedJob, result: TurnResult | undefined): Promise<void>;
+  /** True when the code running now held its session's lock and lost it (its connection ended). */
+  lockLost(): boolean;
+  /** Starts claiming sessions with queued work; `run` runs one job on this replica's lanes. */
+  start(run: (job: QueuedJob) => Promise<TurnResult | undefined>): void;
+  close(): void;
+}
