@@ -13,6 +13,8 @@ export interface MetricsSources {
   runningTurns(): number;
   /** Gateway intake counters (accepted, duplicates, blocked, skipped, failed). */
   messages(): Record<string, number>;
+  /** Cluster mode: lane takeovers, lease losses, reruns and duplicate-reply windows hit by this replica. */
+  cluster?(): { takeovers: number; leaseLosses: number; reruns: number; duplicateWindows: number };
 }
 
 const TOKEN_TYPES = [
@@ -77,6 +79,16 @@ export class GatewayMetrics {
         for (const [status, n] of Object.entries(sources.messages())) this.inc({ status }, n);
       },
     });
+    if (sources.cluster) {
+      const cluster = sources.cluster.bind(sources);
+      const counter = (name: string, help: string, pick: (c: ReturnType<typeof cluster>) => number) => new Counter({
+        name, help, registers, collect() { this.reset(); this.inc(pick(cluster())); },
+      });
+      counter('switchboard_cluster_lane_takeovers_total', 'Sessions this replica took over from another replica with a message left unfinished.', (c) => c.takeovers);
+      counter('switchboard_cluster_lease_losses_total', 'Session locks this replica lost with their database connection (a freeze or a network cut).', (c) => c.leaseLosses);
+      counter('switchboard_cluster_reruns_total', 'Messages this replica ran again after an attempt that did not finish (its LLM calls may be paid twice).', (c) => c.reruns);
+      counter('switchboard_cluster_duplicate_reply_windows_total', 'Replies whose earlier sending was not recorded: the platform may have received them twice.', (c) => c.duplicateWindows);
+    }
   }
 
   /** Counts a record read back from the ledger at start. */
