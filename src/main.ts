@@ -48,6 +48,10 @@ import { KeyvSessionStore } from './sessions/store.ts';
 import { AgentTranscriptStores } from './sessions/agent-transcripts.ts';
 import { isClusterStore } from './cluster/pg-database.ts';
 import { openClusterMode, type ClusterMode } from './cluster/cluster-mode.ts';
+import { PgTranscriptStore } from './cluster/pg-transcript-store.ts';
+
+/** Where transcripts live: JSONL files per agent on one machine, the shared database in a cluster. */
+export type Transcripts = AgentTranscriptStores | PgTranscriptStore;
 
 export const VERSION = '0.1.0';
 
@@ -82,7 +86,7 @@ export interface RunningGateway {
   runtime: AgentRuntime;
   sessions: SessionManager;
   store: KeyvSessionStore;
-  transcripts: AgentTranscriptStores;
+  transcripts: Transcripts;
   adapters: ChannelAdapter[];
   logger: Logger;
   startedAt: number;
@@ -154,8 +158,10 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   const cluster: ClusterMode | undefined = isClusterStore(config.store)
     ? await openClusterMode(config, logger, { onLockLost: (key) => gateway.lanes.stop(key, 'lock lost'), onClaim: (key) => sessions.forget(key) })
     : undefined;
-  const store = await KeyvSessionStore.open(config.store);
-  const transcripts = new AgentTranscriptStores({ stateDir: config.stateDir, agentIds: config.agents.map((a) => a.id), logger });
+  const store = await KeyvSessionStore.open(config.store, { pool: cluster?.pool });
+  const transcripts: Transcripts = cluster
+    ? new PgTranscriptStore({ pool: cluster.pool, logger })
+    : new AgentTranscriptStores({ stateDir: config.stateDir, agentIds: config.agents.map((a) => a.id), logger });
   let runtime!: AgentRuntime;
   sessions = new SessionManager({
     store, transcripts, clock, logger,
@@ -168,7 +174,8 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     sink: () => gateway.sink, history: (entry) => transcripts.read(entry.sessionId), timeout: options.toolTimeout,
   });
   runtime = new AgentRuntime({ config, sessions, transcripts, providers, clock, logger, tools });
-  await rekeyIfRoutingChanged(config, store, transcripts, logger, clock.now());
+  // Re-keying moves transcript files; in a cluster the conversations keep their keys (see docs/architecture.md).
+  if (transcripts instanceof AgentTranscriptStores) await rekeyIfRoutingChanged(config, store, transcripts, logger, clock.now());
   const mcp = new McpHub({ config, registry: tools, logger, reconnectBaseMs: options.mcpReconnectBaseMs });
   // One machine journals accepted messages to inbox.jsonl; a cluster queues them in the shared database.
   const inbox = cluster ? undefined : new Inbox({ file: path.join(config.stateDir, 'inbox.jsonl'), clock, logger });

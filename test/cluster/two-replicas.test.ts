@@ -51,6 +51,13 @@ describePg('cluster mode: two replicas on one database', () => {
       const echoed = log.filter((r) => r.chatId === peer).map((r) => /You said: "([^"]+)"/.exec(r.text)?.[1]);
       expect(echoed).toEqual(sent[peer]);
     }
+    // One transcript per session in the shared database, each user message in it once, in acceptance order.
+    const { rows } = await db.pool.query<{ key: string; content: string }>(`
+      SELECT t.session_key AS key, e.entry->>'content' AS content FROM sb_transcript t JOIN sb_transcript_entry e USING (session_id)
+      WHERE e.entry->>'role' = 'user' ORDER BY e.n`);
+    for (const peer of peers) {
+      expect(rows.filter((r) => r.key.endsWith(`:direct:${peer}`)).map((r) => r.content.replace(/^\[[^\]]*\]\s*/, ''))).toEqual(sent[peer]);
+    }
     const status = await a.gw.status();
     expect(status.cluster?.replicas.map((r) => (r as { replicaId: string }).replicaId).sort()).toEqual(['r1', 'r2']);
   }, 30_000);
