@@ -5,8 +5,28 @@ import { TokenLedger, type LedgerRotation } from './ledger.ts';
 import { LedgerHistory } from './ledger-history.ts';
 import { ledgerRecordOf, type LedgerRecord } from './ledger-record.ts';
 import { GatewayMetrics, type MetricsSources } from './metrics.ts';
-import { ProviderTracker } from './provider-tracker.ts';
-import { RuntimeTotals } from './runtime-totals.ts';
+import { ProviderTracker, type ProviderUsage } from './provider-tracker.ts';
+import { RuntimeTotals, type TokenTotals, type UsageReport } from './runtime-totals.ts';
+
+/**
+ * A shared ledger (cluster mode, `PgLedgerSink`): it takes the records instead of the local JSONL ledger, and the
+ * figures derived from the ledger are read from it, so every replica answers the same.
+ */
+export interface LedgerStore {
+  /** Queues a record; never blocks the turn. */
+  append(record: LedgerRecord): void;
+  flush(): Promise<void>;
+  close(): Promise<void>;
+  usage(): Promise<UsageReport>;
+  /** Requests (calls that returned) and tokens per provider and model; retries and errors are not in the ledger. */
+  providerUsage(): Promise<ProviderUsage[]>;
+  /** Newest first. */
+  recent(limit: number): Promise<LedgerRecord[]>;
+  /** A session key's last `limit` records, oldest first. */
+  timeline(sessionKey: string, limit: number): Promise<LedgerRecord[]>;
+  keyTotals(sessionKey: string): Promise<TokenTotals & { sessions: number }>;
+  sessionTotals(sessionKey: string, sessionId: string): Promise<TokenTotals>;
+}
 
 /** Options of {@link Accounting}. */
 export interface AccountingOptions {
@@ -21,6 +41,11 @@ export interface AccountingOptions {
   ledger?: LedgerRotation;
   /** Epoch ms, for rotation and retention (default `Date.now`). */
   now?: () => number;
+  /**
+   * Cluster mode: records go here instead of the JSONL ledger, and usage, provider sums, recent calls, timelines
+   * and session totals are read from it. The Prometheus counters stay this process's own (never seeded).
+   */
+  ledgerStore?: LedgerStore;
 }
 
 /** Where the ledger lives under a state folder (SPEC §4). */
@@ -41,9 +66,11 @@ export class Accounting {
   /** Snapshot and read-back of the ledger's history. */
   readonly history: LedgerHistory;
   private readonly logger: Logger;
+  private readonly store?: LedgerStore;
 
   constructor(options: AccountingOptions) {
     this.logger = options.logger;
+    this.store = options.ledgerStore;
     this.ledger = new TokenLedger({
       file: ledgerPath(options.stateDir), logger: options.logger, rotation: options.ledger, now: options.now,
       onSettled: () => this.history.settled(),
@@ -63,7 +90,7 @@ export class Accounting {
    * ({@link ready}), so start-up time does not grow with history.
    */
   async open(): Promise<void> {
-    await this.history.open();
+    if (!this.store) await this.history.open();
   }
 
   /** Settles once the whole history is counted (at once, unless it is read in the background). */
@@ -82,17 +109,72 @@ export class Accounting {
 
   /** Writes the queued ledger records, saves the snapshot and closes the ledger (shutdown). */
   close(): Promise<void> {
-    return this.history.close();
+    return this.store ? this.store.close() : this.history.close();
   }
 
   flush(): Promise<void> {
-    return this.ledger.flush();
+    return this.store ? this.store.flush() : this.ledger.flush();
+  }
+
+  /** `GET /usage`: token totals, and per channel (once the history is counted). */
+  async usage(): Promise<UsageReport> {
+    if (this.store) return this.store.usage();
+    await this.ready.catch(() => undefined);
+    return this.totals.snapshot();
+  }
+
+  /**
+   * `GET /metrics/providers`: requests, retries, errors and tokens per provider and model. In cluster mode the
+   * requests and tokens are the cluster's (the ledger's), retries and errors this process's.
+   */
+  async providerUsage(): Promise<ProviderUsage[]> {
+    if (!this.store) {
+      await this.ready.catch(() => undefined);
+      return this.providers.usage();
+    }
+    const local = new Map(this.providers.usage().map((u) => [`${u.providerId}\u0000${u.modelId}`, u]));
+    const merged = (await this.store.providerUsage()).map((u) => {
+      const mine = local.get(`${u.providerId}\u0000${u.modelId}`);
+      local.delete(`${u.providerId}\u0000${u.modelId}`);
+      return mine ? { ...u, requests: u.requests + mine.errors, retries: mine.retries, errors: mine.errors } : u;
+    });
+    for (const mine of local.values()) {
+      if (mine.errors || mine.retries) merged.push({ ...mine, requests: mine.errors, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 });
+    }
+    return merged.sort((a, b) => a.providerId.localeCompare(b.providerId) || a.modelId.localeCompare(b.modelId));
+  }
+
+  /** The most recent LLM calls (ledger records), newest first. */
+  async recentTurns(limit: number): Promise<LedgerRecord[]> {
+    if (this.store) return this.store.recent(limit);
+    await this.ready.catch(() => undefined);
+    return this.providers.recent(limit);
+  }
+
+  /** A session key's last `limit` ledger records, oldest first. */
+  async timeline(sessionKey: string, limit: number): Promise<LedgerRecord[]> {
+    if (this.store) return this.store.timeline(sessionKey, limit);
+    // Newest first from the file's end, then oldest first for the timeline.
+    const found = await this.ledger.readBackwards((r) => r.sessionKey === sessionKey, limit, { contains: `"sessionKey":${JSON.stringify(sessionKey)}`, sessionKey });
+    return found.reverse();
+  }
+
+  /** Totals of a session key across its resets (`/usage` of a session). */
+  async keyTotals(sessionKey: string): Promise<TokenTotals & { sessions: number }> {
+    return this.store ? this.store.keyTotals(sessionKey) : this.totals.ofKey(sessionKey);
+  }
+
+  /** Totals of a key's current session id. */
+  async sessionTotals(sessionKey: string, sessionId: string): Promise<TokenTotals> {
+    return this.store ? this.store.sessionTotals(sessionKey, sessionId) : this.totals.ofSession(sessionKey, sessionId);
   }
 
   private onLlmCall(event: LlmCallEvent): void {
     // A failed call used no tokens and has no ledger record; it counts as an error.
     const record: LedgerRecord | undefined = event.error ? undefined : ledgerRecordOf(event);
-    if (record) {
+    if (record && this.store) {
+      this.store.append(record);
+    } else if (record) {
       this.ledger.append(record);
       this.totals.add(record);
       this.history.added(record);

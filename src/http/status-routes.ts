@@ -27,22 +27,16 @@ export function mountStatusRoutes(deps: StatusRouteDeps): (app: HttpApp) => void
     app.get('/status', async (c) => c.json(await deps.status()));
     // Figures derived from the ledger wait for its history when that is still being read (first start on an old ledger).
     const counted = () => accounting.ready.catch(() => undefined);
-    app.get('/usage', async (c) => {
-      await counted();
-      return c.json(accounting.totals.snapshot());
-    });
+    app.get('/usage', async (c) => c.json(await accounting.usage()));
     app.get('/metrics', async (c) => {
       await counted();
       return c.body(await accounting.metrics.text(), 200, { 'content-type': accounting.metrics.contentType });
     });
-    app.get('/metrics/providers', async (c) => {
-      await counted();
-      return c.json(accounting.providers.usage());
-    });
+    // In cluster mode these come from the shared ledger (the same on every replica); see Accounting.
+    app.get('/metrics/providers', async (c) => c.json(await accounting.providerUsage()));
     app.get('/admin/providers', async (c) => {
-      await counted();
       const limit = limitParam(c.req.query('limit'), 256, 256);
-      return c.json({ usage: accounting.providers.usage(), recentTurns: accounting.providers.recent(limit) });
+      return c.json({ usage: await accounting.providerUsage(), recentTurns: await accounting.recentTurns(limit) });
     });
     app.get('/admin/sessions/:key/timeline', async (c) => {
       const raw = c.req.param('key');
@@ -54,8 +48,7 @@ export function mountStatusRoutes(deps: StatusRouteDeps): (app: HttpApp) => void
       }
       const limit = limitParam(c.req.query('limit'), 100, 1000);
       const entry = await deps.sessionEntry(key);
-      // Newest first from the file's end, then oldest first for the timeline.
-      const turns = (await accounting.ledger.readBackwards((r) => r.sessionKey === key, limit, { contains: `"sessionKey":${JSON.stringify(key)}`, sessionKey: key })).reverse();
+      const turns = await accounting.timeline(key, limit);
       if (!entry && turns.length === 0) throw new NotFoundError(`No session ${key}.`, 'session_not_found');
       return c.json({ sessionKey: key, sessionId: entry?.sessionId ?? turns[turns.length - 1]?.sessionId, turns });
     });
