@@ -19,6 +19,8 @@ export interface Fence {
   readonly client: pg.Client;
   /** False once the connection ended: the lock is gone with it. */
   readonly alive: boolean;
+  /** Records that the connection is unusable (a statement on it failed that way): the lock counts as gone. */
+  markLost(): void;
 }
 
 const current = new AsyncLocalStorage<Fence>();

@@ -106,9 +106,13 @@ export class PgWorkQueue implements SharedQueue {
     }
   }
 
-  lockLost(): boolean {
+  async lockLost(): Promise<boolean> {
     const fence = currentFence();
-    return fence !== undefined && !fence.alive;
+    if (!fence) return false;
+    // A failed statement may be the first sign of a cut connection: ask the connection itself.
+    if (fence.alive && (await fence.client.query('SELECT 1').then(() => true, () => false))) return false;
+    fence.markLost();
+    return true;
   }
 
   async sending(job: QueuedJob, index: number): Promise<void> {

@@ -26,6 +26,11 @@ class LaneConnection implements Fence {
     this.heartbeat.unref();
   }
 
+  markLost(): void {
+    this.lost(new Error('a statement on the lane connection failed'));
+    void this.client.end().catch(() => undefined);
+  }
+
   private lost(err?: unknown): void {
     if (!this.alive) return;
     this.alive = false;

@@ -317,7 +317,7 @@ export class Gateway {
           await this.deliverReplies(message, result.replies, logger, durable, replay?.sent ?? 0, job);
         } catch (error) {
           stopTyping();
-          if (this.options.queue?.lockLost()) {
+          if (await this.options.queue?.lockLost()) {
             // Another replica takes the session over and runs this message again: nothing more from here.
             logger.warn({ err: error, sessionKey: key }, 'the session lock was lost during the turn; another replica runs it again');
             finished = false;

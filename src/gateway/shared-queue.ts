@@ -46,7 +46,7 @@ export interface SharedQueue {
   /** The job is finished; its result is kept for waiters. */
   done(job: QueuedJob, result: TurnResult | undefined): Promise<void>;
   /** True when the code running now held its session's lock and lost it (its connection ended). */
-  lockLost(): boolean;
+  lockLost(): Promise<boolean>;
   /** Starts claiming sessions with queued work; `run` runs one job on this replica's lanes. */
   start(run: (job: QueuedJob) => Promise<TurnResult | undefined>): void;
   close(): void;
