@@ -14,20 +14,37 @@ export interface DeliveryOutcome {
 /** The name under which each request's {@link DeliveryOutcome} reaches the listener's `context`. */
 export const DELIVERY_PROPERTY = 'switchboardDelivery';
 
+/** Timer functions, injected so tests decide when the answer deadline passes. */
+export interface ReceiverTimers {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const realTimers: ReceiverTimers = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
 /** Options of {@link SlackHttpReceiver}. */
 export interface SlackHttpReceiverOptions {
   signingSecret: string;
   clock: Clock;
   logger: Logger;
-  /** The longest an event request waits for the event to be handed to the gateway before answering 200 (default 2.5 s; Slack retries after 3 s). */
+  /**
+   * The longest an event request waits for the gateway to take (commit) the event (default 2.5 s; Slack
+   * gives up after 3 s). Not taken by then: 503, and Slack retries (the event id dedupes a late commit).
+   */
   ackDeadlineMs?: number;
+  timers?: ReceiverTimers;
 }
 
 /**
  * A bolt receiver for the Events API on the gateway's own HTTP server (`POST /webhooks/slack/<account>`),
  * with web `Request`/`Response`. It checks the v0 signature and the timestamp (401 and nothing processed
  * otherwise), answers `url_verification`, and answers an event once the gateway has journaled it, which
- * takes milliseconds; the turn runs after the answer. After `ackDeadlineMs` it answers 200 regardless.
+ * takes milliseconds (a commit to PostgreSQL in cluster mode); the turn runs after the answer. An event not
+ * taken within `ackDeadlineMs` is answered 503, never 200 (SPEC §13: acknowledged only once committed), so
+ * Slack retries it; a retry (`X-Slack-Retry-Num`) is processed like any request, and the event id dedupes.
  */
 export class SlackHttpReceiver implements Receiver {
   private app?: App;
@@ -97,9 +114,18 @@ export class SlackHttpReceiver implements Receiver {
     });
     this.inFlight.add(processing);
     void processing.finally(() => this.inFlight.delete(processing));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([processing, new Promise((resolve) => { timer = setTimeout(resolve, this.options.ackDeadlineMs ?? 2500); })]);
-    clearTimeout(timer);
+    const timers = this.options.timers ?? realTimers;
+    let timer: unknown;
+    const deadlineMs = this.options.ackDeadlineMs ?? 2500;
+    const inTime = await Promise.race([
+      processing.then(() => true),
+      new Promise<boolean>((resolve) => { timer = timers.setTimeout(() => resolve(false), deadlineMs); }),
+    ]);
+    timers.clearTimeout(timer);
+    if (!inTime) {
+      this.options.logger.warn({ correlationId, deadlineMs, eventId: body.event_id }, 'slack: event not taken in time; answered 503 so that Slack retries');
+      return jsonError(503, 'The event could not be taken in time; Slack will retry.', 'unavailable');
+    }
     if (outcome.rejected === 'shutting-down') return jsonError(503, 'Switchboard is shutting down; Slack will retry.', 'unavailable');
     if (outcome.rejected === 'failed') return jsonError(500, 'The event could not be taken; Slack will retry.', 'internal_error');
     return ackBody === undefined || ackBody === '' ? new Response(null, { status: 200 }) : Response.json(ackBody);

@@ -10,7 +10,7 @@ import type { ChannelFactoryContext } from '../types.ts';
 import { checkBotToken, describeSlackError } from './auth.ts';
 import { boltLogger } from './bolt-logger.ts';
 import { BoundedMap } from './bounded-map.ts';
-import { DELIVERY_PROPERTY, SlackHttpReceiver, type DeliveryOutcome } from './http-receiver.ts';
+import { DELIVERY_PROPERTY, SlackHttpReceiver, type DeliveryOutcome, type ReceiverTimers } from './http-receiver.ts';
 import { normalizeSlackEvent, tsOfMessageId, type SlackBotIdentity, type SlackEnvelope, type SlackMessageEvent } from './normalize.ts';
 import { renderSlackChunks } from './render.ts';
 import { SlackSocket } from './socket.ts';
@@ -20,8 +20,10 @@ export interface SlackChannelOptions extends ChannelFactoryContext {
   account: SlackAccountConfig;
   /** Bound on start-up (auth.test, then the Socket Mode connection), default 10 s. */
   startTimeoutMs?: number;
-  /** HTTP mode: the longest an event request waits before answering 200 (default 2.5 s). */
+  /** HTTP mode: the longest an event request waits for the event to be taken before answering 503 (default 2.5 s). */
   ackDeadlineMs?: number;
+  /** HTTP mode: timers of that deadline (tests pass their own). */
+  timers?: ReceiverTimers;
 }
 
 /** The Slack channel of one account (one workspace app). */
@@ -59,8 +61,11 @@ class SlackChannel implements ChannelAdapter {
   private readonly bolt: BoltLogger;
   private readonly clientOptions: webApi.WebClientOptions;
   private readonly httpReceiver?: SlackHttpReceiver;
-  /** Event ids being or recently handed over: the gateway's journal dedupes durably, this covers a retry racing the original. */
-  private readonly recentEvents = new BoundedMap<string, true>(2000);
+  /**
+   * Event ids being or recently handed over, each with whether it was taken: the gateway dedupes durably;
+   * this lets a retry racing the original wait for it (and go in itself when the original failed).
+   */
+  private readonly recentEvents = new BoundedMap<string, Promise<boolean>>(2000);
   private readonly botThreads = new BoundedMap<string, BotThread>(5000);
   private readonly userNames = new BoundedMap<string, string | null>(5000);
   private app?: App;
@@ -80,7 +85,7 @@ class SlackChannel implements ChannelAdapter {
       logger: this.bolt,
     };
     if (this.account.mode === 'http') {
-      this.httpReceiver = new SlackHttpReceiver({ signingSecret: this.account.signingSecret, clock: options.clock, logger: this.logger, ackDeadlineMs: options.ackDeadlineMs });
+      this.httpReceiver = new SlackHttpReceiver({ signingSecret: this.account.signingSecret, clock: options.clock, logger: this.logger, ackDeadlineMs: options.ackDeadlineMs, timers: options.timers });
     }
   }
 
@@ -203,7 +208,9 @@ class SlackChannel implements ChannelAdapter {
     const envelope = args.body as SlackEnvelope;
     const event = args.event as SlackMessageEvent;
     const eventId = typeof envelope.event_id === 'string' ? envelope.event_id : undefined;
-    if (eventId && this.recentEvents.has(eventId)) return;
+    const earlier = eventId ? this.recentEvents.get(eventId) : undefined;
+    // A copy of an event taken (or being taken) here: answered once the original is; a failed original's retry goes in.
+    if (earlier && await earlier) return;
     const threadKey = event.thread_ts ? `${event.channel}:${event.thread_ts}` : undefined;
     const thread = threadKey ? this.botThreads.get(threadKey) : undefined;
     const result = normalizeSlackEvent({
@@ -215,14 +222,17 @@ class SlackChannel implements ChannelAdapter {
       return;
     }
     const message = { ...result.message, correlationId };
-    if (eventId) this.recentEvents.set(eventId, true);
+    let taken: (ok: boolean) => void = () => undefined;
+    if (eventId) this.recentEvents.set(eventId, new Promise<boolean>((resolve) => { taken = resolve; }));
     if (thread && threadKey) this.botThreads.set(threadKey, { ...thread, seeded: true });
     const name = message.sender.name ? undefined : await this.userName(args.client, message.sender.id);
     if (name) message.sender.name = name;
     try {
       const submission = await sink(message);
+      taken(true);
       this.logger.debug({ eventId, status: submission.status, sessionKey: submission.sessionKey, correlationId: submission.correlationId }, 'slack: event submitted');
     } catch (error) {
+      taken(false);
       if (eventId) this.recentEvents.delete(eventId);
       const outcome = args.context[DELIVERY_PROPERTY] as DeliveryOutcome | undefined;
       const shuttingDown = (error as SwitchboardError).code === 'SHUTTING_DOWN';

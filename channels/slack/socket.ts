@@ -1,5 +1,6 @@
-import { SocketModeReceiver, type Logger as BoltLogger, webApi } from '@slack/bolt';
+import { SocketModeReceiver, type App, type Logger as BoltLogger, type ReceiverEvent, webApi } from '@slack/bolt';
 import type { Logger } from '../../src/core/logger.ts';
+import { DELIVERY_PROPERTY, type DeliveryOutcome } from './http-receiver.ts';
 
 /** Options of {@link SlackSocket}. */
 export interface SlackSocketOptions {
@@ -11,10 +12,23 @@ export interface SlackSocketOptions {
   closeTimeoutMs?: number;
 }
 
+/** What @slack/socket-mode emits as `slack_event`. */
+interface SlackEventArgs {
+  ack(response?: unknown): Promise<void>;
+  envelope_id?: string;
+  type?: string;
+  body?: Record<string, unknown>;
+  retry_num?: number;
+  retry_reason?: string;
+}
+
 /**
- * Socket Mode through bolt's SocketModeReceiver, with two changes: reconnection is ours (bolt's own loop
- * turns an unreachable API during a reconnect into an unhandled rejection), from 0.5 s backing off to 30 s;
- * and stop waits for the close handshake, then cleans up (so no 30 s handshake timer is left behind).
+ * Socket Mode through bolt's SocketModeReceiver, with three changes: an envelope is acknowledged only after
+ * the gateway took its event (bolt acks events before its listeners run; SPEC §13 wants the ack after the
+ * commit), and not at all when the gateway could not take it, so Slack sends it again (to any connection,
+ * any replica); reconnection is ours (bolt's own loop turns an unreachable API during a reconnect into an
+ * unhandled rejection), from 0.5 s backing off to 30 s; and stop waits for the close handshake, then cleans
+ * up (so no 30 s handshake timer is left behind).
  */
 export class SlackSocket {
   readonly receiver: SocketModeReceiver;
@@ -25,6 +39,7 @@ export class SlackSocket {
   private reconnectTimer?: NodeJS.Timeout;
   /** While starting or stopping, the Socket Mode client's own complaints go to debug: the outcome is logged once by us. */
   private quiet = false;
+  private app?: App;
 
   constructor(options: SlackSocketOptions) {
     this.options = options;
@@ -41,6 +56,14 @@ export class SlackSocket {
       installerOptions: { clientOptions: { ...options.clientOptions } },
     });
     this.receiver.client.on('disconnected', () => this.onDisconnected());
+    const init = this.receiver.init.bind(this.receiver);
+    this.receiver.init = (app: App) => {
+      this.app = app;
+      init(app);
+    };
+    // Bolt's own listener acks before processing: ours hands the event over first.
+    this.receiver.client.removeAllListeners('slack_event');
+    this.receiver.client.on('slack_event', (args: SlackEventArgs) => { void this.onEvent(args); });
     guardFrames(this.receiver.client as unknown as FrameClient, options.logger);
   }
 
@@ -72,6 +95,33 @@ export class SlackSocket {
     // The peer never answered the close frame: a second disconnect() on a CLOSING socket cleans up at once.
     if (!closed) client.websocket?.disconnect();
     this.connected = false;
+  }
+
+  /** Processes one envelope through bolt, then acks it, unless the gateway did not take its event. */
+  private async onEvent(args: SlackEventArgs): Promise<void> {
+    const app = this.app;
+    if (!app || !args.body) return;
+    const outcome: DeliveryOutcome = { rejected: false };
+    let response: unknown;
+    const event: ReceiverEvent = {
+      body: args.body,
+      ack: async (r?: unknown) => { response = r; },
+      ...(args.retry_num !== undefined ? { retryNum: args.retry_num } : {}),
+      ...(args.retry_reason ? { retryReason: args.retry_reason } : {}),
+      customProperties: { [DELIVERY_PROPERTY]: outcome },
+    };
+    const envelopeId = args.envelope_id;
+    try {
+      await app.processEvent(event);
+    } catch (err) {
+      this.options.logger.error({ err, envelopeId }, 'slack: an envelope could not be processed; not acknowledged, Slack sends it again');
+      return;
+    }
+    if (outcome.rejected) {
+      this.options.logger.info({ envelopeId, reason: outcome.rejected }, 'slack: envelope not acknowledged (its event was not taken); Slack sends it again');
+      return;
+    }
+    await args.ack(response).catch((err: unknown) => this.options.logger.warn({ err, envelopeId }, 'slack: could not acknowledge an envelope; Slack sends it again'));
   }
 
   private onDisconnected(): void {

@@ -49,6 +49,8 @@ export interface FakeSlack {
   callsOf(method: string): SlackCall[];
   /** Resolves with the first call (past or future) of `method` matching `predicate`; rejects after `timeoutMs`. */
   waitFor(method: string, predicate?: (call: SlackCall) => boolean, timeoutMs?: number): Promise<SlackCall>;
+  /** Envelope ids acknowledged so far, in order. */
+  acks: string[];
   /** Number of open Socket Mode connections. */
   readonly sockets: number;
   /** Resolves once a Socket Mode client is connected (after `hello`). */
@@ -75,6 +77,7 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
   let tsCounter = 1_700_000_100;
   let tickets = 0;
   let envelopes = 0;
+  const acks: string[] = [];
 
   const handlers: Record<string, (body: Record<string, unknown>, headers: IncomingMessage['headers']) => Record<string, unknown>> = {
     'auth.test': () => ({ url: 'https://fake.slack.com/', team: 'Fake Team', user: 'switchboard', team_id: identity.teamId, user_id: identity.userId, bot_id: identity.botId }),
@@ -133,7 +136,10 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
       ws.on('message', (data: Buffer) => {
         try {
           const message = JSON.parse(data.toString()) as Record<string, unknown>;
-          if (typeof message.envelope_id === 'string') events.emit(`ack:${message.envelope_id}`, message);
+          if (typeof message.envelope_id === 'string') {
+            acks.push(message.envelope_id);
+            events.emit(`ack:${message.envelope_id}`, message);
+          }
         } catch {
           // not JSON: ignore
         }
@@ -156,6 +162,7 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
     identity,
     calls,
     users,
+    acks,
     script(method, reply) {
       const list = scripts.get(method) ?? [];
       list.push(reply);
