@@ -35,7 +35,7 @@ export interface E2eLevel {
  * sends the same bytes: its system message, its tool schemas (the default `messaging` preset) and the
  * `[Runtime]` line at the head of each user message.
  */
-interface RequestShape {
+export interface RequestShape {
   system: string;
   tools: OpenAI.Chat.Completions.ChatCompletionTool[];
   runtimeLine: string;
@@ -63,7 +63,7 @@ async function closedLoop(concurrency: number, total: number, send: (worker: num
  * The floor: the same openai client, the same fake server, history kept in memory, one JSONL append per
  * message, and the same request bytes as the gateway (its system message, tools and runtime lines).
  */
-async function floorRun(baseURL: string, dir: string, concurrency: number, total: number, tag: string, shape: RequestShape) {
+export async function floorRun(baseURL: string, dir: string, concurrency: number, total: number, tag: string, shape: RequestShape) {
   const client = new OpenAI({ apiKey: 'sk-bench', baseURL, maxRetries: 2 });
   const histories = new Map<string, { role: 'user' | 'assistant'; content: string }[]>();
   await mkdir(dir, { recursive: true });
@@ -82,11 +82,23 @@ async function floorRun(baseURL: string, dir: string, concurrency: number, total
   });
 }
 
+/** What a gateway run takes from a checkout (this one, or another one that `bench/compare.ts` measures beside it). */
+export interface GatewayImpl {
+  loadConfig: typeof loadConfig;
+  startGateway: typeof startGateway;
+  silentLogger: typeof silentLogger;
+}
+
+const thisCheckout: GatewayImpl = { loadConfig, startGateway, silentLogger };
+
 /**
  * The gateway: in-process channel → key → lane → runtime → openai provider → fake → transcript → reply, with
  * the default tool preset. `capture` receives the shape of its requests (the floor copies it).
  */
-async function gatewayRun(baseURL: string, dir: string, concurrency: number, total: number, tag: string, capture?: (shape: RequestShape) => void) {
+export async function gatewayRun(
+  baseURL: string, dir: string, concurrency: number, total: number, tag: string, capture?: (shape: RequestShape) => void, impl: GatewayImpl = thisCheckout,
+) {
+  const { loadConfig, startGateway, silentLogger } = impl;
   const config = loadConfig({
     cwd: dir, env: {}, dotenv: false,
     overrides: {
@@ -128,13 +140,13 @@ async function requestShape(gw: RunningGateway): Promise<RequestShape> {
   };
 }
 
-const median = (values: number[]): number => {
+export const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 };
 
-async function requestBytes(baseURL: string): Promise<number> {
+export async function requestBytes(baseURL: string): Promise<number> {
   const stats = await (await fetch(new URL('/stats', baseURL))).json() as { requests: number; bytes: number };
   return stats.requests ? stats.bytes / stats.requests : 0;
 }
