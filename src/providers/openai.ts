@@ -1,9 +1,9 @@
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
-import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionCreateParams } from 'openai/resources/chat/completions';
+import type { ChatCompletionChunk, ChatCompletionCreateParams, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { TokenUsage } from '../core/channel-adapter.ts';
 import { ProviderError } from '../core/errors.ts';
 import type { ToolCall } from '../sessions/transcript.ts';
-import type { CallOptions, ChatMessage, Provider, ProviderRequest, ProviderResponse } from './types.ts';
+import type { CallOptions, ChatMessage, Provider, ProviderRequest, ProviderResponse, ToolSchema } from './types.ts';
 
 /** Options of {@link OpenAIProvider}. */
 export interface OpenAIProviderOptions {
@@ -21,6 +21,9 @@ export interface OpenAIProviderOptions {
   streamUsage?: boolean;
 }
 
+/** Calls per caller signal made with that signal itself, under Node's 10-listener warning with room for other listeners. */
+export const DIRECT_CALLS_PER_SIGNAL = 4;
+
 /** Any OpenAI-compatible chat completions endpoint, through the official `openai` client. */
 export class OpenAIProvider implements Provider {
   readonly kind = 'openai' as const;
@@ -32,6 +35,10 @@ export class OpenAIProvider implements Provider {
   private readonly options: OpenAIProviderOptions;
   /** Attempts seen per correlation id, counted at the fetch layer so the client's own retries are visible. */
   private readonly attempts = new Map<string, number>();
+  /** Calls that got each caller's signal as it is (see {@link callSignal}). */
+  private readonly directCalls = new WeakMap<AbortSignal, number>();
+  /** The request's `tools` of each schema list (the runtime keeps a list as the same array until it changes). */
+  private readonly wrappedTools = new WeakMap<readonly ToolSchema[], ChatCompletionTool[]>();
 
   constructor(options: OpenAIProviderOptions) {
     this.options = options;
@@ -60,12 +67,10 @@ export class OpenAIProvider implements Provider {
       model: request.model,
       messages: request.messages.map(toOpenAIMessage),
       max_completion_tokens: request.maxTokens ?? this.maxTokens,
-      ...(request.tools?.length ? { tools: request.tools.map((t) => ({ type: 'function' as const, function: t })) } : {}),
+      ...(request.tools?.length ? { tools: this.toolsOf(request.tools) } : {}),
       ...(request.reasoningEffort ? { reasoning_effort: request.reasoningEffort as 'low' } : {}),
     } satisfies ChatCompletionCreateParams;
-    // A signal of its own per call: the client hangs an abort listener on the signal it gets and never takes
-    // it off, and one turn's signal can see dozens of calls (tool loops, staged summaries).
-    const signal = options.signal ? AbortSignal.any([options.signal]) : undefined;
+    const signal = this.callSignal(options.signal);
     const requestOptions = { signal, headers: { [this.options.correlationHeader]: request.correlationId } };
     this.attempts.delete(request.correlationId);
     try {
@@ -90,6 +95,30 @@ export class OpenAIProvider implements Provider {
       throw mapError(error, this.id);
     }
     return ids;
+  }
+
+  /**
+   * The signal the client gets for one call. The client hangs an abort listener on it and never takes it off,
+   * and one turn's signal can see dozens of calls (tool loops, staged summaries): the first
+   * {@link DIRECT_CALLS_PER_SIGNAL} calls of a signal get it as it is (a turn's usual one call then creates no
+   * signal; Node 20's `AbortSignal.any` costs some 15 µs and weak references for the collector), later ones a
+   * signal of their own that follows it, so no signal collects more listeners than Node's warning allows.
+   */
+  private callSignal(signal: AbortSignal | undefined): AbortSignal | undefined {
+    if (!signal) return undefined;
+    const calls = this.directCalls.get(signal) ?? 0;
+    if (calls >= DIRECT_CALLS_PER_SIGNAL) return AbortSignal.any([signal]);
+    this.directCalls.set(signal, calls + 1);
+    return signal;
+  }
+
+  private toolsOf(tools: readonly ToolSchema[]): ChatCompletionTool[] {
+    let wrapped = this.wrappedTools.get(tools);
+    if (!wrapped) {
+      wrapped = tools.map((t) => ({ type: 'function' as const, function: t }));
+      this.wrappedTools.set(tools, wrapped);
+    }
+    return wrapped;
   }
 
   private retriesOf(correlationId: string): number {
