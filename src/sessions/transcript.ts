@@ -1,5 +1,5 @@
-import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { createReadStream, writeFileSync } from 'node:fs';
+import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { AppendOnlyFile } from '../core/append-only-file.ts';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -95,7 +95,9 @@ export class JsonlTranscriptStore implements TranscriptStore {
     await this.ensureDir();
     const header: TranscriptHeader = { type: 'session', version: 1, sessionId, key, createdAt: at.toISOString() };
     try {
-      await writeFile(this.pathOf(sessionId), `${JSON.stringify(header)}\n`, { flag: 'wx' });
+      // Written synchronously like the appends: creating a small file in the page cache takes microseconds,
+      // where an async open, write and close take three trips through the thread pool (sessions start often).
+      writeFileSync(this.pathOf(sessionId), `${JSON.stringify(header)}\n`, { flag: 'wx' });
       this.remember(sessionId, []);
       this.checkedTails.add(sessionId);
     } catch (error) {
