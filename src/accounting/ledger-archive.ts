@@ -141,6 +141,8 @@ export async function splitIntoArchives(file: string, at: number, partBytes: num
 
 const BLOOM_BITS = 65_536;
 const BLOOM_HASHES = 3;
+/** Keys a filter remembers as added (then it forgets them all and starts over). */
+const RECENT_KEYS = 4096;
 
 /**
  * Which session keys a ledger file holds, as a Bloom filter (8 KiB: under 1 % false positives for 5000
@@ -148,6 +150,11 @@ const BLOOM_HASHES = 3;
  */
 export class KeyFilter {
   readonly bits: Uint8Array;
+  /**
+   * Keys added lately: adding one again changes no bit, so it skips the hash (a SHA-1 per ledger record,
+   * where a busy session writes a record per call). Bits are never cleared, so a remembered key is always in.
+   */
+  private readonly recent = new Set<string>();
 
   constructor(bits?: Uint8Array) {
     this.bits = bits ?? new Uint8Array(BLOOM_BITS / 8);
@@ -160,7 +167,10 @@ export class KeyFilter {
   }
 
   add(key: string): void {
+    if (this.recent.has(key)) return;
     for (const bit of positions(key)) this.bits[bit >> 3]! |= 1 << (bit & 7);
+    if (this.recent.size >= RECENT_KEYS) this.recent.clear();
+    this.recent.add(key);
   }
 
   mayHave(key: string): boolean {

@@ -148,14 +148,17 @@ export class TokenLedger {
     return !this.writing && this.pending.length === 0;
   }
 
-  /** Queues one record; the write happens in the background. */
+  /**
+   * Queues one record; the write happens in the background, after the I/O callbacks of the current turn of the
+   * event loop, so the records of calls that finish together (busy sessions) go to disk in one write.
+   */
   append(record: LedgerRecord): void {
     this.pending.push({ line: `${JSON.stringify(record)}\n`, key: record.sessionKey });
     if (this.pending.length > this.maxPending) {
       const dropped = this.pending.splice(0, this.pending.length - this.maxPending).length;
       this.logger.error({ dropped, file: this.file }, 'token ledger writes keep failing; dropped the oldest queued records');
     }
-    this.writing ??= this.drain();
+    this.writing ??= new Promise((resolve) => { setImmediate(resolve); }).then(() => this.drain());
   }
 
   /** Resolves once every record appended so far is on disk (or its write failed and was logged). */
