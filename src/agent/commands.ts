@@ -24,7 +24,8 @@ export function matchResetTrigger(text: string, triggers: readonly string[]): { 
     const t = trigger.toLowerCase();
     if (lower === t) return { trigger, rest: '' };
     if (lower.startsWith(`${t} `) || lower.startsWith(`${t}\n`)) return { trigger, rest: trimmed.slice(t.length).trim() };
-    // Telegram-style `/new@botname`
+    // Telegram-style `/new@botname` (the `@` comes right after the trigger's characters, so other text skips the pattern)
+    if (trimmed[t.length] !== '@') continue;
     const at = new RegExp(`^${escapeRegExp(t)}@[\\w.-]+(?:\\s+|$)`, 'i').exec(trimmed);
     if (at) return { trigger, rest: trimmed.slice(at[0].length).trim() };
   }
