@@ -99,12 +99,10 @@ export function buildContext(input: ContextInput): BuiltContext {
     if (m.role === 'user') {
       // The time rides at the head of the user message it belongs to (not as its own system message, which
       // some chat templates refuse mid-conversation); rendered from the stored time, it never changes.
-      const line = runtimeLine(m.at, input);
-      const message = toChatMessage(m);
-      message.content = `${line.text}\n${message.content}`;
-      components.system += line.tokens;
-      tokens = messageTokensOf(m, model);
-      push(message, tokens + line.tokens);
+      const user = userMessageOf(m, input);
+      components.system += user.lineTokens;
+      tokens = user.tokens;
+      push(user.message, tokens + user.lineTokens);
     } else {
       tokens = push(toChatMessage(m), messageTokensOf(m, model));
     }
@@ -252,6 +250,32 @@ function runtimeLine(at: string, input: ContextInput): { text: string; tokens: n
   if (lines.size >= 8192) lines.delete(lines.keys().next().value as string);
   lines.set(key, line);
   return line;
+}
+
+/** A user message as requests carry it, its runtime line first: what it cost to make does not change. */
+interface RenderedUser {
+  model: string;
+  zone: string;
+  message: ChatMessage;
+  lineTokens: number;
+  tokens: number;
+}
+
+/** Per transcript entry: every request of a session carries all its user messages again, each the same bytes. */
+const renderedUsers = new WeakMap<TranscriptMessage, RenderedUser>();
+
+/** A user message with its runtime line, and the tokens of both, made once per entry, model and zone. */
+function userMessageOf(m: TranscriptMessage, input: ContextInput): RenderedUser {
+  const zone = input.timezone ?? 'UTC';
+  const hit = renderedUsers.get(m);
+  if (hit && hit.model === input.model && hit.zone === zone) return hit;
+  const line = runtimeLine(m.at, input);
+  const message = toChatMessage(m);
+  message.content = `${line.text}\n${message.content}`;
+  const rendered: RenderedUser = { model: input.model, zone, message, lineTokens: line.tokens, tokens: messageTokensOf(m, input.model) };
+  // An entry without a readable time shows the request's time, which changes: made again each time.
+  if (!Number.isNaN(Date.parse(m.at))) renderedUsers.set(m, rendered);
+  return rendered;
 }
 
 export function toChatMessage(m: TranscriptMessage): ChatMessage {

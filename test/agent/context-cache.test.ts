@@ -73,4 +73,28 @@ describe('context assembly caches', () => {
       '[Runtime] Wed, 1969-12-31, 23:16 (Africa/Monrovia)',
     ]);
   });
+
+  it('renders a stored user message the same in every request, and again for another zone or model', () => {
+    const entry = entryOf();
+    const history = [user('u1', '2026-05-04T08:03:00.000Z', 'hello there')];
+    const input: ContextInput = { agent, entry, history, model: 'gpt-4o', tools: [], now: 0, timezone: 'UTC' };
+    const first = buildContext(input);
+    const again = buildContext(input);
+    expect(again.messages[1]).toEqual({ role: 'user', content: '[Runtime] Mon, 2026-05-04, 08:03 (UTC)\nhello there' });
+    expect(again.messages[1]).toEqual(first.messages[1]);
+    expect(again.components).toEqual(first.components);
+    const paris = buildContext({ ...input, timezone: 'Europe/Paris' });
+    expect(paris.messages[1]!.content).toBe('[Runtime] Mon, 2026-05-04, 10:03 (Europe/Paris)\nhello there');
+    expect(paris.tokens).toBe(countRequestTokens(paris.messages, [], 'gpt-4o'));
+    const other = buildContext({ ...input, model: 'gpt-4' });
+    expect(other.tokens).toBe(countRequestTokens(other.messages, [], 'gpt-4'));
+    expect(buildContext(input).messages[1]).toEqual(first.messages[1]);
+  });
+
+  it('shows the request time for a user message without a readable time, each request its own', () => {
+    const history = [user('u1', 'not a time', 'hi')];
+    const input: ContextInput = { agent, entry: entryOf(), history, model: 'gpt-4o', tools: [], now: Date.UTC(2026, 4, 4, 8, 3), timezone: 'UTC' };
+    expect(buildContext(input).messages[1]!.content).toBe('[Runtime] Mon, 2026-05-04, 08:03 (UTC)\nhi');
+    expect(buildContext({ ...input, now: Date.UTC(2026, 4, 4, 9, 30) }).messages[1]!.content).toBe('[Runtime] Mon, 2026-05-04, 09:30 (UTC)\nhi');
+  });
 });
