@@ -41,10 +41,77 @@ export function createLogger(options: LoggerSetup = {}): Logger {
       },
     };
   }
-  return options.destination ? pino(config, options.destination as never) : pino(config);
+  return withLazyChildren(options.destination ? pino(config, options.destination as never) : pino(config));
 }
 
 /** A logger that writes nothing. */
 export function silentLogger(): Logger {
-  return pino({ level: 'silent' });
+  return withLazyChildren(pino({ level: 'silent' }));
+}
+
+const LEVEL_METHODS = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal']);
+const noop = (): void => undefined;
+type ChildFn = (this: Logger, bindings: Record<string, unknown>, options?: object) => Logger;
+/** pino's own `child` (on the prototype of every pino logger; {@link withLazyChildren} shadows it per instance). */
+const pinoChild = (Object.getPrototypeOf(pino({ level: 'silent' })) as { child: ChildFn }).child;
+
+/**
+ * Makes `logger.child(bindings)` lazy: the gateway makes a child (correlation id, session key) for every
+ * message, and pino serializes its bindings at once, while most turns log nothing through it. The child is
+ * made the first time a line of an enabled level is written through it (or anything else is read of it);
+ * a call of a level below the logger's level at the time of `child()` costs nothing, as in pino. A child with
+ * options (its own level, serializers) is made at once.
+ */
+export function withLazyChildren(logger: Logger): Logger {
+  logger.child = ((bindings: Record<string, unknown>, options?: object) => (options
+    ? withLazyChildren(pinoChild.call(logger, bindings, options))
+    : lazyChild(logger, () => withLazyChildren(pinoChild.call(logger, bindings))))) as unknown as Logger['child'];
+  return logger;
+}
+
+function lazyChild(parent: Logger, make: () => Logger): Logger {
+  const threshold = parent.levelVal;
+  const values = parent.levels.values;
+  let real: Logger | undefined;
+  const bound = new Map<PropertyKey, unknown>();
+  const materialize = (): Logger => (real ??= make());
+  const read = (prop: PropertyKey): unknown => {
+    const target = materialize();
+    const value = Reflect.get(target, prop, target) as unknown;
+    if (typeof value !== 'function') return value;
+    let fn = bound.get(prop);
+    if (!fn) {
+      fn = (value as (...args: unknown[]) => unknown).bind(target);
+      bound.set(prop, fn);
+    }
+    return fn;
+  };
+  const enabled = (level: string): boolean => {
+    const value = values[level];
+    return value !== undefined && value >= threshold;
+  };
+  return new Proxy({} as Logger, {
+    get(_target, prop) {
+      if (real || typeof prop !== 'string') return read(prop);
+      if (LEVEL_METHODS.has(prop)) return enabled(prop) ? read(prop) : noop;
+      if (prop === 'silent') return noop;
+      if (prop === 'isLevelEnabled') return enabled;
+      if (prop === 'child') {
+        return (bindings: Record<string, unknown>, options?: object) => (options
+          ? withLazyChildren(pinoChild.call(materialize(), bindings, options))
+          : lazyChild(parent, () => withLazyChildren(pinoChild.call(materialize(), bindings))));
+      }
+      return read(prop);
+    },
+    set(_target, prop, value) {
+      bound.delete(prop);
+      return Reflect.set(materialize(), prop, value);
+    },
+    has(_target, prop) {
+      return Reflect.has(materialize(), prop);
+    },
+    getPrototypeOf() {
+      return Reflect.getPrototypeOf(materialize());
+    },
+  });
 }
