@@ -110,4 +110,20 @@ CREATE TABLE sb_counter (
 );
 `,
   },
+  {
+    // Channels in cluster mode (issue 18): the last accepted message per chat (a Discord channel), shared so that
+    // the replica taking over a shard back-fills from where intake stopped. Snowflakes are unsigned 64-bit: numeric.
+    id: '003-channel-watermarks',
+    sql: `
+CREATE TABLE sb_channel_watermark (
+  account text NOT NULL,
+  chat_id text NOT NULL,
+  guild_id text,
+  last_id numeric(20, 0) NOT NULL,
+  at timestamptz NOT NULL,
+  PRIMARY KEY (account, chat_id)
+);
+CREATE INDEX sb_channel_watermark_at ON sb_channel_watermark (account, at);
+`,
+  },
 ];

@@ -64,8 +64,11 @@ export interface HttpRoute {
   handle(request: Request, params: Record<string, string>, context: { correlationId: string }): Promise<Response>;
 }
 
-/** Reported by `GET /status`. */
-export type ChannelStatus = 'starting' | 'running' | 'stopped' | 'failed' | 'disabled';
+/**
+ * Reported by `GET /status`. `standby`: in cluster mode, another replica holds this channel's lease (the
+ * Telegram poller, a Discord shard); this one takes over when that one dies, and still sends replies.
+ */
+export type ChannelStatus = 'starting' | 'running' | 'standby' | 'stopped' | 'failed' | 'disabled';
 
 /** One bot identity on one platform. Created by `channels/<name>/index.ts`. */
 export interface ChannelAdapter {

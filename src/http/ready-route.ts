@@ -24,7 +24,10 @@ export interface ReadinessSources {
   storeTimeoutMs?: number;
 }
 
-/** The readiness report (SPEC §7): ready when the store is reachable and every enabled channel is connected. */
+/**
+ * The readiness report (SPEC §7): ready when the store is reachable and every enabled channel is connected
+ * (or, in cluster mode, standing by while another replica holds its lease).
+ */
 export async function readiness(sources: ReadinessSources): Promise<{ ready: boolean; failing: NotReadyPart[] }> {
   const failing: NotReadyPart[] = [];
   if (sources.isClosing()) failing.push({ part: 'gateway', name: 'gateway', error: 'shutting down' });
@@ -41,7 +44,8 @@ export async function readiness(sources: ReadinessSources): Promise<{ ready: boo
     clearTimeout(timer);
   }
   for (const c of sources.channels()) {
-    if (c.status === 'running' || c.status === 'disabled') continue;
+    // A standby channel (cluster mode: another replica holds its lease) is ready: it takes over when needed.
+    if (c.status === 'running' || c.status === 'standby' || c.status === 'disabled') continue;
     const s = c.supervision;
     failing.push({
       part: 'channel', name: `${c.id}/${c.accountId}`, status: c.status,

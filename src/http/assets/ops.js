@@ -7,6 +7,7 @@ const sessionLink = (key) => h('a', { href: `#/sessions/${encodeURIComponent(key
 export function channelHealth(c) {
   const s = c.supervision;
   if (c.status === 'running') return { label: 'connected', tone: 'ok' };
+  if (c.status === 'standby') return { label: 'standby', tone: 'ok' };
   if (c.status === 'disabled') return { label: 'disabled', tone: 'off' };
   if (c.status === 'stopped' && !s) return { label: 'stopped', tone: 'off' };
   if (c.status === 'failed' || s?.state === 'gave-up' || s?.state === 'retrying') return { label: 'failed', tone: 'bad', failing: true };
