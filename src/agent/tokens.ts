@@ -21,6 +21,9 @@ export const TOOL_CALL_OVERHEAD = 3;
 /** Per tool schema in `tools`, beyond its JSON (the function-definition wrapper). */
 export const TOOL_SCHEMA_OVERHEAD = 8;
 
+/** The encoding of each model name seen (every token count asks). */
+const encodings = new Map<string, Encoding>();
+
 /**
  * The encoding for a model. Known OpenAI model names use gpt-tokenizer's own model table; other names are
  * matched by family (`gpt-4`, `gpt-3.5`, `text-embedding-ada/3` → `cl100k_base`; `gpt-4o`, `gpt-4.1`,
@@ -29,6 +32,16 @@ export const TOOL_SCHEMA_OVERHEAD = 8;
  * calibration factor ({@link TokenCalibration}) then corrects the difference using the usage the provider reports.
  */
 export function encodingFor(model: string): Encoding {
+  let encoding = encodings.get(model);
+  if (!encoding) {
+    encoding = encodingOfName(model);
+    if (encodings.size >= 1024) encodings.clear();
+    encodings.set(model, encoding);
+  }
+  return encoding;
+}
+
+function encodingOfName(model: string): Encoding {
   const m = model.toLowerCase().replace(/^.*\//, '');
   const known = (modelToEncodingMap as Record<string, string>)[m];
   if (known === 'cl100k_base') return 'cl100k_base';
@@ -172,9 +185,25 @@ export function chatMessageTokens(message: ChatMessage, model: string): number {
   return n;
 }
 
+/**
+ * Per schema object and encoding: every new session counts the tools its requests carry, and the registry
+ * makes a new schema object when a tool is registered again (schemas are never changed in place).
+ */
+const schemaTokens = new WeakMap<ToolSchema, Partial<Record<Encoding, number>>>();
+
 /** Tokens of one tool schema as sent in `tools` (an estimate: providers render schemas in their own format). */
 export function toolSchemaTokens(tool: ToolSchema, model: string): number {
-  return countTokens(JSON.stringify({ name: tool.name, description: tool.description, parameters: tool.parameters }), model) + TOOL_SCHEMA_OVERHEAD;
+  const encoding = encodingFor(model);
+  let counts = schemaTokens.get(tool);
+  const hit = counts?.[encoding];
+  if (hit !== undefined) return hit;
+  const n = countTokens(JSON.stringify({ name: tool.name, description: tool.description, parameters: tool.parameters }), model) + TOOL_SCHEMA_OVERHEAD;
+  if (!counts) {
+    counts = {};
+    schemaTokens.set(tool, counts);
+  }
+  counts[encoding] = n;
+  return n;
 }
 
 /** Our count of a whole request: every message, the tool schemas, and the reply priming. */
