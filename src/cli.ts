@@ -3,6 +3,7 @@ import pretty from 'pino-pretty';
 import { runChat } from './cli/chat.ts';
 import { runDoctor } from './cli/doctor.ts';
 import { initWorkspaces } from './cli/init.ts';
+import { runMigrate } from './cli/migrate-command.ts';
 import { pairingApprove, pairingList, pairingRevoke } from './cli/pairing.ts';
 import { runSessions } from './cli/sessions.ts';
 import { launchedByNpmScript, loadConfig } from './config/load.ts';
@@ -101,6 +102,12 @@ program.command('doctor').description('check the config, state folder, port, pro
   .action(async (flags: ConfigFlags) => {
     const ok = await runDoctor(config(flags), process.stdout);
     process.exitCode = ok ? 0 : 1;
+  });
+
+program.command('migrate').description('copy this one-machine state (entries, transcripts, ledger, pairing, pending messages) into a cluster database')
+  .requiredOption('--to <uri>', 'the cluster database, postgres://user:password@host:5432/db')
+  .action(async (opts: { to: string }) => {
+    await runMigrate({ config: config(), to: opts.to, out: process.stdout });
   });
 
 program.command('init').description("write commented templates of the agent's six workspace files (existing files are kept)")
