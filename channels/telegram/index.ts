@@ -7,9 +7,10 @@ import type { ChannelAdapter, ChannelStatus, HttpRoute, InboundSink } from '../.
 import { ChannelError, ShuttingDownError } from '../../src/core/errors.ts';
 import { runWithLogContext } from '../../src/core/log-context.ts';
 import type { Logger } from '../../src/core/logger.ts';
-import type { DeliveryTarget, OutboundMessage } from '../../src/core/message.ts';
+import type { DeliveryTarget, InboundMessage, OutboundMessage } from '../../src/core/message.ts';
 import type { ChannelFactoryContext } from '../types.ts';
 import { deliverMessage, sendTyping, telegramCommands } from './deliver.ts';
+import { ElectedPoller } from './elected-poller.ts';
 import { normalizeUpdate } from './normalize.ts';
 import { apiRootOf, telegramStartError, tokenSetting } from './start-error.ts';
 import { telegramWebhookRoute, webhookFailure, webhookPath } from './webhook-route.ts';
@@ -19,6 +20,20 @@ export interface TelegramChannelOptions extends ChannelFactoryContext {
   account: TelegramAccountConfig;
   /** How long `start` waits for Telegram's `getMe` (default 30 s). */
   startTimeoutMs?: number;
+  /**
+   * Webhook mode: the longest an update waits for the gateway to take it (commit it) before the request is
+   * answered 503, so that Telegram delivers it again (default 10 s).
+   */
+  webhookTimeoutMs?: number;
+  /** Timers of that deadline (tests pass their own). */
+  timers?: { setTimeout(fn: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
+}
+
+/** The gateway did not take a webhook update within `webhookTimeoutMs`. */
+export class WebhookTimeoutError extends ChannelError {
+  constructor(ms: number) {
+    super('TELEGRAM_WEBHOOK_TIMEOUT', `The update was not taken within ${ms} ms; Telegram will deliver it again.`);
+  }
 }
 
 /** The only update type the channel acts on; asking for no others saves traffic. */
@@ -28,7 +43,9 @@ const ALLOWED_UPDATES = ['message'] as const;
  * The Telegram channel of one account (grammy). Long polling by default: `bot.start` handles updates one
  * after another, which keeps each chat in order, and the gateway's sink resolves as soon as a message is
  * queued, so polling never waits for a turn. In webhook mode the gateway serves
- * `POST /webhooks/telegram/<accountId>` instead and nothing polls.
+ * `POST /webhooks/telegram/<accountId>` instead and nothing polls; an update is answered 200 only once the
+ * gateway took it (committed it, in cluster mode), else 5xx so that Telegram delivers it again. In cluster
+ * mode polling is done by one elected replica per bot (see {@link ElectedPoller}); the others stand by.
  */
 export function createTelegramChannel(options: TelegramChannelOptions): ChannelAdapter {
   return new TelegramChannel(options);
@@ -44,6 +61,7 @@ class TelegramChannel implements ChannelAdapter {
   private sink?: InboundSink;
   private polling?: Promise<void>;
   private webhook?: (request: Request) => Promise<Response>;
+  private poller?: ElectedPoller;
   private readonly options: TelegramChannelOptions;
   private readonly logger: Logger;
 
@@ -54,6 +72,7 @@ class TelegramChannel implements ChannelAdapter {
   }
 
   get status(): ChannelStatus {
+    if (this.poller && this.state === 'running') return this.poller.polling ? 'running' : 'standby';
     return this.state;
   }
 
@@ -80,6 +99,7 @@ class TelegramChannel implements ChannelAdapter {
       bot.catch((error) => this.onBotError(error));
       this.bot = bot;
       if (account.mode === 'webhook') await this.startWebhook(bot);
+      else if (this.options.cluster) await this.startElected(me);
       else await this.startPolling(bot);
       this.state = 'running';
       this.logger.info({ bot: `@${bot.botInfo.username}`, mode: account.mode }, 'Telegram bot connected');
@@ -96,6 +116,9 @@ class TelegramChannel implements ChannelAdapter {
     const bot = this.bot;
     if (this.state !== 'failed') this.state = 'stopped';
     this.webhook = undefined;
+    const poller = this.poller;
+    this.poller = undefined;
+    await poller?.stop();
     if (bot?.isRunning()) await bot.stop().catch((err: unknown) => this.logger.warn({ err }, 'could not confirm the last Telegram update on stop'));
     await this.polling;
     this.polling = undefined;
@@ -124,6 +147,10 @@ class TelegramChannel implements ChannelAdapter {
       onError: (error, correlationId) => {
         // Not acknowledged: Telegram delivers the update again (the journal drops it if it was taken).
         if (isShutdown(error)) return webhookFailure(503, 'The gateway is shutting down; Telegram will deliver this again.', 'shutting_down');
+        if (error instanceof WebhookTimeoutError) {
+          this.logger.warn({ correlationId }, 'Telegram webhook: the update was not taken in time; answered 503 so that Telegram delivers it again');
+          return webhookFailure(503, error.message, 'timeout');
+        }
         this.logger.error({ err: error, correlationId }, 'Telegram webhook update failed');
         return webhookFailure(500, 'The update could not be handled.', 'internal_error');
       },
@@ -162,7 +189,9 @@ class TelegramChannel implements ChannelAdapter {
 
   private async startWebhook(bot: Bot): Promise<void> {
     const { account } = this.options;
-    this.webhook = webhookCallback(bot, 'std/http', { secretToken: account.webhookSecret, onTimeout: 'return' });
+    // grammy's own timeout would answer 200 ('return') or throw on a timer we cannot drive: the deadline is ours.
+    const handle = webhookCallback(bot, 'std/http', { secretToken: account.webhookSecret, timeoutMilliseconds: Infinity });
+    this.webhook = (request) => this.withinDeadline(handle(request));
     const path = webhookPath(this.accountId);
     if (!this.options.publicUrl) {
       this.logger.info({ path }, `Telegram webhook mode: Telegram must be told the URL (setWebhook with url=<public https base>${path} and secret_token=<webhookSecret>)`);
@@ -174,15 +203,53 @@ class TelegramChannel implements ChannelAdapter {
       .catch((err: unknown) => this.logger.warn({ err, url, apiRoot: apiRootOf(account) }, 'could not register the Telegram webhook; set it by hand'));
   }
 
-  /** One update: normalized, handed to the gateway. A bad update is logged and skipped. */
-  private handleUpdate(update: Update): Promise<void> {
-    const correlationId = randomUUID();
-    return runWithLogContext({ channel: 'telegram', accountId: this.accountId, correlationId }, () => this.takeUpdate(update, correlationId));
+  /** Cluster mode, polling: this replica polls only while it holds the account's poller lease. */
+  private async startElected(me: UserFromGetMe): Promise<void> {
+    const { account } = this.options;
+    const cluster = this.options.cluster!;
+    this.poller = new ElectedPoller({
+      leases: cluster.leases,
+      name: `telegram:${this.accountId}:poller`,
+      logger: this.logger,
+      allowedUpdates: ALLOWED_UPDATES,
+      createBot: () => {
+        const bot = new Bot(account.botToken, { client: account.apiRoot ? { apiRoot: account.apiRoot } : {} });
+        bot.api.config.use(autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }));
+        bot.botInfo = me;
+        return bot;
+      },
+      handle: (update) => this.handleUpdate(update, true),
+      onChange: (polling) => this.logger.info({ bot: `@${me.username}` }, polling ? 'Telegram poller lease won: polling' : 'Telegram poller: standing by'),
+    });
+    await this.poller.start();
   }
 
-  private async takeUpdate(update: Update, correlationId: string): Promise<void> {
+  /** The webhook answer, or a {@link WebhookTimeoutError} when the update was not taken in time. */
+  private async withinDeadline(answer: Promise<Response>): Promise<Response> {
+    const timers = this.options.timers ?? { setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms), clearTimeout: (h: unknown) => clearTimeout(h as NodeJS.Timeout) };
+    const ms = this.options.webhookTimeoutMs ?? 10_000;
+    let timer: unknown;
+    try {
+      return await Promise.race([answer, new Promise<never>((_resolve, reject) => { timer = timers.setTimeout(() => reject(new WebhookTimeoutError(ms)), ms); })]);
+    } finally {
+      timers.clearTimeout(timer);
+    }
+  }
+
+  /**
+   * One update: normalized, handed to the gateway. A bad update is logged and skipped. A failure of the
+   * gateway to take it is thrown when the update can be delivered again (webhook: 5xx; elected poller: not
+   * confirmed), else (polling on one machine) logged and skipped as before.
+   */
+  private handleUpdate(update: Update, rethrow = this.options.account.mode === 'webhook'): Promise<void> {
+    const correlationId = randomUUID();
+    return runWithLogContext({ channel: 'telegram', accountId: this.accountId, correlationId }, () => this.takeUpdate(update, correlationId, rethrow));
+  }
+
+  private async takeUpdate(update: Update, correlationId: string, rethrow: boolean): Promise<void> {
     const sink = this.sink;
     if (!sink || !this.me) return;
+    let message: InboundMessage;
     try {
       const result = normalizeUpdate(update, {
         accountId: this.accountId, bot: { id: this.me.id, username: this.me.username }, now: this.options.clock.now(), correlationId,
@@ -193,10 +260,22 @@ class TelegramChannel implements ChannelAdapter {
         this.logger[level]({ correlationId, updateId: update.update_id, reason: result.ignored }, 'Telegram update ignored');
         return;
       }
-      await sink(result.message);
+      message = result.message;
+    } catch (error) {
+      // Delivering it again would fail the same way: skipped (acknowledged).
+      this.logger.error({ err: error, correlationId, updateId: update.update_id }, 'Telegram update could not be handled; skipped');
+      return;
+    }
+    try {
+      await sink(message);
     } catch (error) {
       if (error instanceof ShuttingDownError) throw error;
-      this.logger.error({ err: error, correlationId, updateId: update.update_id }, 'Telegram update could not be handled; skipped');
+      if (!rethrow) {
+        this.logger.error({ err: error, correlationId, updateId: update.update_id }, 'Telegram update could not be handled; skipped');
+        return;
+      }
+      this.logger.warn({ err: error, correlationId, updateId: update.update_id }, 'Telegram update not taken; Telegram delivers it again');
+      throw error;
     }
   }
 

@@ -25,6 +25,11 @@ export interface FakeTelegram {
   apiRoot: string;
   bot: { id: number; is_bot: true; first_name: string; username: string };
   calls: TelegramCall[];
+  /**
+   * Long polls that overlapped another one (two consumers of one token): Telegram answers the older one
+   * 409 "terminated by other getUpdates request", and so does the fake.
+   */
+  readonly conflicts: number;
   /** Queues an update for getUpdates; assigns the next `update_id` unless the update has one. */
   pushUpdate(update: Record<string, unknown>): number;
   /** Delivers an update again even though its id was confirmed (a redelivery after a crash). */
@@ -83,7 +88,8 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
   const maxPollMs = options.maxPollMs ?? 1000;
   const bot = { id: 9001, is_bot: true as const, first_name: 'Switchboard Test', username: 'switchboard_test_bot' };
   const queue: { update: Record<string, unknown> & { update_id: number }; forced: boolean }[] = [];
-  const waiters: { offset: number; limit: number; reply: (updates: unknown[]) => void }[] = [];
+  const waiters: { offset: number; limit: number; reply: (updates: unknown[]) => void; conflict: () => void }[] = [];
+  let conflicts = 0;
   const failures: { method: string; failure: TelegramFailure; match?: (body: Record<string, unknown>) => boolean }[] = [];
   const listeners = new Set<() => void>();
   const calls: TelegramCall[] = [];
@@ -150,10 +156,23 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
       record({ method, body, at: Date.now(), response: { ok: true } });
       const offset = Number(body.offset ?? 0);
       const limit = Number(body.limit ?? 100);
+      if (body.timeout) {
+        for (const older of waiters.splice(0)) {
+          conflicts++;
+          older.conflict();
+        }
+      }
       if (offset) for (let i = queue.length - 1; i >= 0; i--) if (!queue[i]!.forced && queue[i]!.update.update_id < offset) queue.splice(i, 1);
       const updates = available(offset, limit);
       if (updates.length || !body.timeout) return send(200, { ok: true, result: updates });
-      const waiter = { offset, limit, reply: (result: unknown[]) => { clearTimeout(timer); send(200, { ok: true, result }); } };
+      const waiter = {
+        offset, limit,
+        reply: (result: unknown[]) => { clearTimeout(timer); send(200, { ok: true, result }); },
+        conflict: () => {
+          clearTimeout(timer);
+          send(409, { ok: false, error_code: 409, description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running' });
+        },
+      };
       const timer = setTimeout(() => { waiters.splice(waiters.indexOf(waiter), 1); send(200, { ok: true, result: [] }); }, Math.min(Number(body.timeout) * 1000, maxPollMs));
       req.socket.once('close', () => {
         const at = waiters.indexOf(waiter);
@@ -194,6 +213,7 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
     apiRoot: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     bot,
     calls,
+    get conflicts() { return conflicts; },
     pushUpdate(update) {
       const update_id = typeof update.update_id === 'number' ? update.update_id : nextUpdateId++;
       nextUpdateId = Math.max(nextUpdateId, update_id + 1);
