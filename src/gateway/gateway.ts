@@ -6,12 +6,13 @@ import type { ChannelAdapter, InboundSink, Submission, SubmitOptions, TurnResult
 import type { Clock } from '../core/clock.ts';
 import { isAbortError, SessionKeyError, ShuttingDownError, SwitchboardError, TurnAbortedError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import { targetOf, type InboundMessage, type OutboundMessage } from '../core/message.ts';
+import type { InboundMessage, OutboundMessage } from '../core/message.ts';
 import { decideAccess } from '../routing/access-policy.ts';
 import type { PairingStore } from '../routing/pairing.ts';
 import { agentOf } from '../routing/bindings.ts';
 import { buildSessionKey, parseSessionKey } from '../routing/session-key.ts';
 import { GroupContextBuffer } from './group-context.ts';
+import { Outbound } from './outbound.ts';
 import type { QueuedJob, SeenOutcome, SharedGroupContext, SharedQueue } from './shared-queue.ts';
 import type { Inbox, PendingMessage } from './inbox.ts';
 import { LaneScheduler } from './lanes.ts';
@@ -65,12 +66,13 @@ export class Gateway {
   readonly stats: GatewayStats = { accepted: 0, duplicates: 0, blocked: 0, skipped: 0, failed: 0, rateLimited: 0 };
   private readonly rateLimiter: SenderRateLimiter;
   private readonly options: GatewayOptions;
-  private readonly adapters = new Map<string, ChannelAdapter>();
+  private readonly outbound: Outbound;
   private readonly groupContext: GroupContextBuffer;
   private closing = false;
 
   constructor(options: GatewayOptions) {
     this.options = options;
+    this.outbound = new Outbound({ inbox: options.inbox, queue: options.queue, typingIntervalMs: options.typingIntervalMs });
     this.lanes = new LaneScheduler({ maxConcurrent: options.config.agentDefaults.maxConcurrent });
     this.background = new BackgroundRuns(options.config.backgroundExecution.maxConcurrentBackgroundTurns);
     this.rateLimiter = new SenderRateLimiter(options.config.limits.perSender, options.clock);
@@ -87,11 +89,11 @@ export class Gateway {
 
   /** Registers a channel adapter so replies and typing can reach it. */
   addAdapter(adapter: ChannelAdapter): void {
-    this.adapters.set(`${adapter.id}:${adapter.accountId}`, adapter);
+    this.outbound.add(adapter);
   }
 
   adapterFor(channel: string, accountId: string): ChannelAdapter | undefined {
-    return this.adapters.get(`${channel}:${accountId}`);
+    return this.outbound.adapterFor(channel, accountId);
   }
 
   /** The session key of a message (SPEC §2). */
@@ -166,7 +168,7 @@ export class Gateway {
       if (!(await this.seen(message, deduped, 'blocked'))) return this.duplicate(message, correlationId, logger);
       this.stats.blocked++;
       logger.info({ reason: decision.reason, peerId: message.peerId }, 'message refused by policy');
-      if (decision.reply) await this.deliver(message, { text: decision.reply, kind: 'pairing', threadId: message.threadId }, logger);
+      if (decision.reply) await this.outbound.deliver(message, { text: decision.reply, kind: 'pairing', threadId: message.threadId }, logger);
       return { status: 'blocked', sessionKey, correlationId, done: done() };
     }
     if (decision.action === 'skip') {
@@ -212,7 +214,7 @@ export class Gateway {
     if (this.options.queue && deduped) await this.options.queue.markSeen(message, 'refused').catch((err: unknown) => logger.warn({ err }, 'could not record a refused message'));
     if (limited.notify) {
       const perMinute = this.options.config.limits.perSender.perMinute;
-      await this.deliver(message, { text: `Slow down, please: I take at most ${perMinute} message${perMinute === 1 ? '' : 's'} a minute from each person. Messages sent in the next ${retryAfterSeconds} s are not answered.`, kind: 'notice', threadId: message.threadId, replyTo: message.id }, logger);
+      await this.outbound.deliver(message, { text: `Slow down, please: I take at most ${perMinute} message${perMinute === 1 ? '' : 's'} a minute from each person. Messages sent in the next ${retryAfterSeconds} s are not answered.`, kind: 'notice', threadId: message.threadId, replyTo: message.id }, logger);
     }
     return { status: 'rate_limited', retryAfterSeconds, sessionKey, correlationId, done: Promise.resolve(undefined) };
   }
@@ -283,7 +285,7 @@ export class Gateway {
   private async runImmediate(message: InboundMessage, key: string, correlationId: string, logger: Logger): Promise<TurnResult | undefined> {
     try {
       const result = await this.options.runtime.runImmediate(message, key, correlationId);
-      for (const reply of result.replies) await this.deliver(message, reply, logger);
+      for (const reply of result.replies) await this.outbound.deliver(message, reply, logger);
       return result;
     } catch (error) {
       logger.error({ err: error }, 'command failed');
@@ -303,7 +305,7 @@ export class Gateway {
   ): Promise<TurnResult | undefined> {
     return new Promise((resolve) => {
       this.lanes.enqueue(key, (laneSignal) => this.exclusive(key, async () => {
-        const stopTyping = this.startTyping(message, logger);
+        const stopTyping = this.outbound.startTyping(message, logger);
         let result: TurnResult | undefined;
         let finished = true;
         try {
@@ -314,7 +316,7 @@ export class Gateway {
             lendSlot: (work) => this.lanes.lend(work),
           });
           stopTyping();
-          await this.deliverReplies(message, result.replies, logger, durable, replay?.sent ?? 0, job);
+          await this.outbound.deliverReplies(message, result.replies, logger, durable, replay?.sent ?? 0, job);
         } catch (error) {
           stopTyping();
           if (await this.options.queue?.lockLost()) {
@@ -393,7 +395,7 @@ export class Gateway {
       logger.info('turn stopped');
       if (this.closing) return { ...base, replies: [], outcome: 'stopped' };
       const reply: OutboundMessage = { text: '⏹ Stopped.', kind: 'notice', threadId: message.threadId, replyTo: message.id };
-      await this.deliver(message, reply, logger);
+      await this.outbound.deliver(message, reply, logger);
       return { ...base, replies: [reply], outcome: 'stopped' };
     }
     this.stats.failed++;
@@ -402,47 +404,7 @@ export class Gateway {
       text: `Sorry, something went wrong while answering that (ref ${correlationId.slice(0, 8)}). Please try again.`,
       kind: 'error', threadId: message.threadId, replyTo: message.id,
     };
-    await this.deliver(message, reply, logger);
+    await this.outbound.deliver(message, reply, logger);
     return { ...base, replies: [reply], outcome: 'failed' };
-  }
-
-  /**
-   * Sends a turn's replies, journaling each one the platform accepted, so a replay after a stop sends only
-   * those it had not (a crash between the platform's acceptance and the journal line can still repeat one).
-   */
-  private async deliverReplies(message: InboundMessage, replies: readonly OutboundMessage[], logger: Logger, durable: boolean, alreadySent: number, job?: QueuedJob): Promise<void> {
-    if (alreadySent > 0) logger.info({ skipped: Math.min(alreadySent, replies.length) }, 'replay: replies the platform already has are not sent again');
-    for (let i = alreadySent; i < replies.length; i++) {
-      // Cluster mode: recorded through the session lock's connection, so a replica that lost it sends nothing more.
-      if (job) await this.options.queue?.sending(job, i);
-      if (!(await this.deliver(message, replies[i] as OutboundMessage, logger))) continue;
-      if (job) await this.options.queue?.sent(job, i + 1);
-      else if (durable) await this.options.inbox?.sent(message, i + 1).catch((err: unknown) => logger.warn({ err }, 'could not journal a sent reply'));
-    }
-  }
-
-  private async deliver(message: InboundMessage, reply: OutboundMessage, logger: Logger): Promise<boolean> {
-    // Internal messages answer into the chat they name (a goal's chat, a spawning parent's chat), or nowhere.
-    const target = message.channel === 'internal' ? message.internal?.deliverTo : targetOf(message);
-    const adapter = target && this.adapterFor(target.channel, target.accountId);
-    if (!target || !adapter) return false;
-    try {
-      await adapter.send(target, message.channel === 'internal' ? { ...reply, replyTo: undefined } : reply);
-      return true;
-    } catch (error) {
-      logger.error({ err: error }, 'reply could not be delivered');
-      return false;
-    }
-  }
-
-  private startTyping(message: InboundMessage, logger: Logger): () => void {
-    const adapter = this.adapterFor(message.channel, message.accountId);
-    if (!adapter?.typing) return () => undefined;
-    const target = targetOf(message);
-    const tick = () => { adapter.typing!(target).catch((err: unknown) => logger.debug({ err }, 'typing indicator failed')); };
-    tick();
-    const timer = setInterval(tick, this.options.typingIntervalMs ?? 5000);
-    timer.unref();
-    return () => clearInterval(timer);
   }
 }
