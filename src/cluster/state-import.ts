@@ -197,7 +197,7 @@ type InboxRecord =
 
 /**
  * Copies the inbound journal: every delivery id it remembers into `sb_delivery` (the dedupe goes on across the
- * move), and each pending message, in the order it was accepted, into its session's queue: `sb_lane.next_seq`
+ * move; outcome `accepted`, as the journal does not tell a finished delivery from a refused one), and each pending message, in the order it was accepted, into its session's queue: `sb_lane.next_seq`
  * advanced by one (a new lane starts at seq 1, `done_seq` 0), the `sb_inbox` row at that seq, with the replies
  * already sent. A delivery id already in the cluster is not copied again.
  */
@@ -232,12 +232,16 @@ export async function importInbox(journal: string, pool: pg.Pool, keyOf: (messag
       if (!fresh.rowCount) return false;
       const { rows } = await client.query<{ next_seq: string }>(
         `INSERT INTO sb_lane (session_key, next_seq) VALUES ($1, 1)
-         ON CONFLICT (session_key) DO UPDATE SET next_seq = sb_lane.next_seq + 1, ready_at = now() RETURNING next_seq`, [sessionKey],
+         ON CONFLICT (session_key) DO UPDATE SET next_seq = sb_lane.next_seq + 1,
+           ready_at = CASE WHEN sb_lane.next_seq = sb_lane.done_seq THEN now() ELSE sb_lane.ready_at END
+         RETURNING next_seq`, [sessionKey],
       );
       await client.query(
         'INSERT INTO sb_inbox (session_key, seq, delivery_key, message, correlation_id, accepted_at, sent) VALUES ($1, $2, $3, $4, $5, $6, $7)',
         [sessionKey, rows[0]!.next_seq, record.key, entryJson(record.message), record.correlationId, new Date(record.at), record.sent ?? 0],
       );
+      // Replicas already running take it at once (delivered at commit; their poll finds it anyway).
+      await client.query("SELECT pg_notify('sb_ready', $1)", [sessionKey]);
       return true;
     });
     if (copied) {
@@ -249,7 +253,7 @@ export async function importInbox(journal: string, pool: pg.Pool, keyOf: (messag
   for (let start = 0; start < ids.length; start += 1000) {
     const chunk = ids.slice(start, start + 1000);
     const { rowCount } = await pool.query(
-      `INSERT INTO sb_delivery (delivery_key, at, outcome) SELECT k, to_timestamp(a / 1000.0), 'seen' FROM unnest($1::text[], $2::float8[]) AS t(k, a)
+      `INSERT INTO sb_delivery (delivery_key, at, outcome) SELECT k, to_timestamp(a / 1000.0), 'accepted' FROM unnest($1::text[], $2::float8[]) AS t(k, a)
        ON CONFLICT (delivery_key) DO NOTHING`, [chunk.map(([k]) => k), chunk.map(([, at]) => at)],
     );
     counts.deliveryIds += rowCount ?? 0;

@@ -140,7 +140,7 @@ describePg('switchboard migrate --to postgres://', () => {
     expect(inbox.rows[0].message.text).toBe('2');
     const lanes = await db.pool.query('SELECT session_key, next_seq, done_seq FROM sb_lane ORDER BY session_key');
     expect(lanes.rows.map((r) => [r.session_key, Number(r.next_seq), Number(r.done_seq)])).toEqual([['agent:main:telegram:direct:1', 2, 0], ['agent:main:telegram:direct:5', 1, 0]]);
-    expect((await db.pool.query("SELECT outcome FROM sb_delivery WHERE delivery_key = 'telegram:default:u1'")).rows).toEqual([{ outcome: 'seen' }]);
+    expect((await db.pool.query("SELECT outcome FROM sb_delivery WHERE delivery_key = 'telegram:default:u1'")).rows).toEqual([{ outcome: 'accepted' }]);
     // Entries and pairing are readable by the cluster stores.
     const store = await KeyvSessionStore.open(db.uri, { pool: db.pool });
     expect((await store.get('agent:main:telegram:direct:1'))?.sessionId).toBe('sid-current');
