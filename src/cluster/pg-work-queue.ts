@@ -35,6 +35,12 @@ export interface PgWorkQueueOptions {
   lockWaitMs?: number;
   /** A session was claimed afresh: cached state of it may be stale. */
   onClaim?: (key: string) => void;
+  /** How long delivery ids are remembered for the dedupe of redeliveries (default 48 h). */
+  dedupeWindowMs?: number;
+  /** How long finished messages (and their results, for waiters) are kept (default 24 h). */
+  doneRetentionMs?: number;
+  /** How often old rows are deleted (default 10 min). */
+  pruneEveryMs?: number;
 }
 
 interface InboxRow { seq: string; message: InboundMessage; correlation_id: string; attempts: number; sent: number; sending: number }
@@ -64,6 +70,7 @@ export class PgWorkQueue implements SharedQueue {
   private readonly waiters = new Map<string, { resolve: (r: TurnResult | undefined) => void; promise: Promise<TurnResult | undefined> }>();
   private run: ((job: QueuedJob) => Promise<TurnResult | undefined>) | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private scanning = false;
 
@@ -150,12 +157,26 @@ export class PgWorkQueue implements SharedQueue {
       if (!this.closed) this.pollTimer = setTimeout(poll, this.options.pollMs).unref();
     };
     poll();
+    const prune = () => { void this.prune().catch((err: unknown) => this.options.logger.warn({ err }, 'could not delete old queue rows')); };
+    this.pruneTimer = setInterval(prune, this.options.pruneEveryMs ?? 600_000);
+    this.pruneTimer.unref();
+  }
+
+  /**
+   * Deletes delivery ids older than the dedupe window and finished messages older than their retention
+   * (any replica may run it; it is idempotent). Returns how many rows of each went.
+   */
+  async prune(): Promise<{ deliveries: number; messages: number }> {
+    const deliveries = await this.options.pool.query('DELETE FROM sb_delivery WHERE at < now() - make_interval(secs => $1)', [(this.options.dedupeWindowMs ?? 48 * 3_600_000) / 1000]);
+    const messages = await this.options.pool.query('DELETE FROM sb_inbox WHERE done_at < now() - make_interval(secs => $1)', [(this.options.doneRetentionMs ?? 24 * 3_600_000) / 1000]);
+    return { deliveries: deliveries.rowCount ?? 0, messages: messages.rowCount ?? 0 };
   }
 
   /** Stops claiming; running jobs finish on their lanes. */
   close(): void {
     this.closed = true;
     clearTimeout(this.pollTimer);
+    clearInterval(this.pruneTimer);
     for (const w of this.waiters.values()) w.resolve(undefined);
     this.waiters.clear();
   }

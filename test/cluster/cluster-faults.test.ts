@@ -161,3 +161,19 @@ describePg('cluster mode under faults', () => {
     expect(users).toHaveLength(60);
   }, 60_000);
 });
+
+describePg('cluster queue retention', () => {
+  it('forgets delivery ids after the dedupe window and finished messages after their retention, keeps the rest', async () => {
+    const { PgWorkQueue } = await import('../../src/cluster/pg-work-queue.ts');
+    await db.pool.query('TRUNCATE sb_lane, sb_inbox, sb_delivery CASCADE');
+    await db.pool.query(`INSERT INTO sb_delivery (delivery_key, at, outcome) VALUES
+      ('old', now() - interval '49 hours', 'accepted'), ('recent', now() - interval '47 hours', 'accepted')`);
+    const message = JSON.stringify({ id: 'x' });
+    await db.pool.query(`INSERT INTO sb_inbox (session_key, seq, delivery_key, message, correlation_id, done_at) VALUES
+      ('k', 1, 'd1', $1, 'c', now() - interval '25 hours'), ('k', 2, 'd2', $1, 'c', now() - interval '23 hours'), ('k', 3, 'd3', $1, 'c', NULL)`, [message]);
+    const queue = new PgWorkQueue({ pool: db.pool, locks: undefined as never, listener: undefined as never, replicaId: 'r', logger: undefined as never, maxClaims: 1, pollMs: 1000 });
+    expect(await queue.prune()).toEqual({ deliveries: 1, messages: 1 });
+    expect((await db.pool.query('SELECT delivery_key FROM sb_delivery')).rows).toEqual([{ delivery_key: 'recent' }]);
+    expect((await db.pool.query('SELECT seq FROM sb_inbox ORDER BY seq')).rows).toEqual([{ seq: '2' }, { seq: '3' }]);
+  });
+});
