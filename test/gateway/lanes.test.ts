@@ -215,6 +215,36 @@ describe('LaneScheduler', () => {
     expect(running).toEqual([0, 1]);
   });
 
+  it('abortAll() at shutdown also passes lanes that only wait for a slot: the running job is aborted, the waiting one stays', async () => {
+    const lanes = new LaneScheduler({ maxConcurrent: 1 });
+    const reasons: string[] = [];
+    lanes.enqueue('a', (signal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => { reasons.push((signal.reason as Error).message); resolve(); })));
+    lanes.enqueue('b', async () => undefined);
+    lanes.pause();
+    expect(() => lanes.abortAll('shutting down')).not.toThrow();
+    await lanes.whenIdle();
+    expect(reasons).toEqual(['shutting down']);
+    expect([lanes.isRunning('b'), lanes.depth('b')]).toEqual([false, 1]);
+  });
+
+  it('whenIdle() waits for a job that lent its slot (it is still working, e.g. waiting on a sub-agent)', async () => {
+    const lanes = new LaneScheduler({ maxConcurrent: 1 });
+    const waiting = deferred();
+    const lent = deferred();
+    let idle = false;
+    lanes.enqueue('parent', async () => {
+      await lanes.lend(async () => { lent.resolve(); await waiting.promise; });
+    });
+    await lent.promise;
+    expect(lanes.runningCount).toBe(0);
+    const whenIdle = lanes.whenIdle().then(() => { idle = true; });
+    await tick();
+    expect(idle).toBe(false);
+    waiting.resolve();
+    await whenIdle;
+    expect(lanes.isRunning('parent')).toBe(false);
+  });
+
   it('a job enqueued on a lane that is already waiting is not served twice', async () => {
     const lanes = new LaneScheduler({ maxConcurrent: 1 });
     const gate = deferred();

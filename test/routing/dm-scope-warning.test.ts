@@ -42,6 +42,11 @@ describe('mainScopePeers', () => {
     expect(mainScopePeers(c, [])).toEqual({ peers: ['alice'], openTo: [] });
   });
 
+  it('an identity link names only the ids it lists; an unlinked person stays apart', () => {
+    const c = config({ telegram: [{ allowFrom: ['42', '43'] }] }, { identityLinks: { alice: ['telegram:42'], bob: ['slack:U2'] } });
+    expect(mainScopePeers(c, [])).toEqual({ peers: ['alice', 'telegram:43'], openTo: [] });
+  });
+
   it('paired peers count under dmPolicy pairing only, on their own channel', () => {
     const paired = [peer('telegram', '42'), peer('discord', '5'), peer('slack', '6')];
     const c = config({ telegram: [{ dmPolicy: 'pairing' }], discord: [{ dmPolicy: 'allowlist' }], slack: [{ dmPolicy: 'pairing', enabled: false }] });

@@ -201,7 +201,7 @@ describe('pairingAdmin', () => {
     expect(await store.isPaired('telegram', '42')).toBe(false);
     expect(() => requirePairingChannel('telegran')).toThrow('Unknown channel "telegran" (did you mean "telegram"?): pairing works on telegram, discord, slack.');
     expect(() => requirePairingChannel('webchat')).toThrow(/^Unknown channel "webchat": pairing works on telegram, discord, slack\.$/);
-    await expect(admin.approve('webchat', 'X')).rejects.toMatchObject({ status: 400 });
+    await expect(admin.approve('webchat', 'X')).rejects.toMatchObject({ status: 400, code: 'unknown_channel' });
   });
 });
 
