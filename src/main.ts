@@ -293,7 +293,8 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   setImmediate(() => mcp.start());
   replay(replayNow);
   // Cluster mode: claim queued work once this replica's channels had their first try at connecting, so replies can go out.
-  if (cluster) {
+  // An in-process `switchboard chat` joins no work: it has no platform channel to answer through.
+  if (cluster && options.listen !== false) {
     let timer: NodeJS.Timeout | undefined;
     void Promise.race([supervisor.firstAttempts(), new Promise((resolve) => { timer = setTimeout(resolve, 15_000); })])
       .then(() => { clearTimeout(timer); if (!gateway.isClosing) cluster.queue.start((job) => gateway.runJob(job)); });
