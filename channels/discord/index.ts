@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Events, GatewayIntentBits, Partials, type Message, type SendableChannels } from 'discord.js';
+import { Client, Events, GatewayIntentBits, Partials, Routes, type Message, type SendableChannels } from 'discord.js';
 import type { ChannelAdapter, ChannelStatus, InboundSink } from '../../src/core/channel-adapter.ts';
 import { ChannelError } from '../../src/core/errors.ts';
 import { runWithLogContext, type LogContext } from '../../src/core/log-context.ts';
@@ -11,6 +11,7 @@ import { botRoleIdsOf, factsOf } from './facts.ts';
 import { normalizeDiscordMessage } from './normalize.ts';
 import { guardDispatches } from './packet-guard.ts';
 import { renderDiscord } from './render.ts';
+import { sendOverRest, ShardLeases } from './shard-leases.ts';
 import { DiscordStartTimeout, startError, tokenSetting } from './start-error.ts';
 
 /** Options of {@link createDiscordChannel}. */
@@ -44,7 +45,8 @@ const ALLOWED_MENTIONS = { parse: [], repliedUser: true };
 
 /**
  * The Discord channel of one account (discord.js Gateway with the MessageContent intent): DMs, guild
- * channels and threads in; replies rendered and split to 2000 characters out.
+ * channels and threads in; replies rendered and split to 2000 characters out. In cluster mode the
+ * shards are held by one replica each and taken over (see {@link ShardLeases}); replies go over REST.
  */
 export function createDiscordChannel(options: DiscordChannelOptions): ChannelAdapter {
   return new DiscordChannel(options);
@@ -53,8 +55,10 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
 class DiscordChannel implements ChannelAdapter {
   readonly id = 'discord' as const;
   readonly accountId: string;
-  status: ChannelStatus = 'stopped';
+  private state: ChannelStatus = 'stopped';
   statusDetail?: string;
+  /** Cluster mode: the shard leases; `client` is then a REST-only client (never logged in to the gateway). */
+  private shards?: ShardLeases;
   private readonly options: DiscordChannelOptions;
   private readonly logger: Logger;
   private client?: Client;
@@ -81,6 +85,11 @@ class DiscordChannel implements ChannelAdapter {
     this.timers = options.timers ?? realTimers;
   }
 
+  get status(): ChannelStatus {
+    if (this.shards && this.state === 'running') return this.shards.held > 0 ? 'running' : 'standby';
+    return this.state;
+  }
+
   async start(sink: InboundSink): Promise<void> {
     const { account } = this.options;
     if (!account.token) {
@@ -88,8 +97,9 @@ class DiscordChannel implements ChannelAdapter {
       throw new ChannelError('DISCORD_TOKEN_MISSING', `Discord is enabled but has no bot token: set ${tokenSetting(this.accountId)}.`);
     }
     this.sink = sink;
-    this.status = 'starting';
+    this.state = 'starting';
     this.statusDetail = undefined;
+    if (this.options.cluster) return this.startSharded();
     let client: Client;
     try {
       client = await this.connect((c) => { this.client = c; });
@@ -98,17 +108,57 @@ class DiscordChannel implements ChannelAdapter {
       this.fail((failure as Error).message);
       throw failure;
     }
-    this.status = 'running';
+    this.state = 'running';
     this.logger.info({ botUserId: client.user?.id, botName: client.user?.username, guilds: client.guilds.cache.size }, 'discord connected');
   }
 
+  /** Cluster mode: a REST client (token checked) for replies, and a campaign for each shard. */
+  private async startSharded(): Promise<void> {
+    const { account } = this.options;
+    const rest = new Client({ intents: [], ...(account.apiBase ? { rest: { api: account.apiBase } } : {}) });
+    rest.rest.setToken(account.token);
+    const ms = this.options.startTimeoutMs ?? 30_000;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        rest.rest.get(Routes.user('@me')),
+        new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new DiscordStartTimeout(ms)), ms); }),
+      ]);
+      this.client = rest;
+      this.shards = new ShardLeases({
+        cluster: this.options.cluster!, accountId: this.accountId, shardCount: account.shardCount ?? 1,
+        clock: this.options.clock, logger: this.logger,
+        host: {
+          connectShard: (shard, created) => this.connect(created, shard),
+          destroy: (client) => destroyClient(client),
+          enqueue: (work) => { this.intake = this.intake.then(work); },
+          handle: (message, client) => this.receive(message, client),
+        },
+      });
+      await this.shards.start();
+    } catch (failure) {
+      this.client = undefined;
+      this.shards = undefined;
+      const error = failure instanceof ChannelError ? failure : startError(failure, account);
+      this.fail(error.message);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+    this.state = 'running';
+    this.logger.info({ shardCount: account.shardCount ?? 1, held: this.shards.held }, this.shards.held ? 'discord connected (cluster mode)' : 'discord standing by (another replica holds the shards)');
+  }
+
   async stop(): Promise<void> {
+    const shards = this.shards;
+    this.shards = undefined;
+    await shards?.stop();
     const client = this.client;
     const next = this.nextClient;
     this.client = undefined;
     this.nextClient = undefined;
     this.sink = undefined;
-    this.status = 'stopped';
+    this.state = 'stopped';
     if (this.restartTimer !== undefined) this.timers.clearTimeout(this.restartTimer);
     this.restartTimer = undefined;
     await this.intake;
@@ -122,9 +172,9 @@ class DiscordChannel implements ChannelAdapter {
    * A new client, logged in and ready within the start timeout; `created` sees it before it logs in (so
    * that its first messages are taken). Rejects with a ChannelError (the client destroyed) otherwise.
    */
-  private async connect(created: (client: Client) => void): Promise<Client> {
+  private async connect(created: (client: Client) => void, shard?: number): Promise<Client> {
     const { account } = this.options;
-    const client = this.createClient();
+    const client = this.createClient(shard);
     created(client);
     const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
     const loggedIn = client.login(account.token).then(() => ready);
@@ -191,6 +241,10 @@ class DiscordChannel implements ChannelAdapter {
   async send(target: DeliveryTarget, message: OutboundMessage): Promise<void> {
     const chunks = renderDiscord(message);
     if (chunks.length === 0) return;
+    if (this.shards && this.client) {
+      const replyTo = message.replyTo ?? target.replyToId;
+      return sendOverRest(this.client, target.chatId, chunks, target.chatType !== 'direct' ? replyTo : undefined);
+    }
     const channel = await this.sendableChannel(target.chatId);
     const replyTo = message.replyTo ?? target.replyToId;
     // In a DM the reply reference only adds noise; in a busy channel it shows what is answered.
@@ -201,13 +255,18 @@ class DiscordChannel implements ChannelAdapter {
   }
 
   async typing(target: DeliveryTarget): Promise<void> {
+    if (this.shards && this.client) {
+      await this.client.rest.post(Routes.channelTyping(target.chatId));
+      return;
+    }
     const channel = await this.sendableChannel(target.chatId);
     await channel.sendTyping();
   }
 
-  private createClient(): Client {
+  private createClient(shard?: number): Client {
     const { apiBase } = this.options.account;
     const client = new Client({
+      ...(shard === undefined ? {} : { shards: [shard], shardCount: this.options.account.shardCount ?? 1 }),
       intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages, GatewayIntentBits.MessageContent],
       partials: [Partials.Channel],
       allowedMentions: ALLOWED_MENTIONS,
@@ -223,7 +282,7 @@ class DiscordChannel implements ChannelAdapter {
     });
     if (!guarded) this.logger.warn('discord: this discord.js version cannot be guarded against malformed gateway events; the process guard remains');
     client.on(Events.MessageCreate, (message) => {
-      if (client !== this.client && client !== this.nextClient) return;
+      if (client !== this.client && client !== this.nextClient && !this.shards?.holds(client)) return;
       this.intake = this.intake.then(() => this.receive(message, client));
     });
     client.on(Events.Error, (err) => this.logger.error({ err }, 'discord client error'));
@@ -234,7 +293,7 @@ class DiscordChannel implements ChannelAdapter {
     });
     // discord.js reconnects on its own; say so once per outage, not on every attempt.
     client.on(Events.ShardReconnecting, (shardId) => {
-      if (this.client !== client || this.statusDetail === RECONNECTING || this.status !== 'running') return;
+      if (this.client !== client || this.statusDetail === RECONNECTING || this.state !== 'running') return;
       this.statusDetail = RECONNECTING;
       this.logger.warn({ shardId }, 'discord gateway connection lost; reconnecting');
     });
@@ -246,7 +305,7 @@ class DiscordChannel implements ChannelAdapter {
     client.on(Events.ShardResume, back);
     client.on(Events.ShardReady, back);
     client.on(Events.ShardDisconnect, (event, shardId) => {
-      if (this.client !== client || this.status === 'starting') return;
+      if (this.client !== client || this.state === 'starting') return;
       const detail = startError(Object.assign(new Error(`gateway closed with code ${event.code}`), { code: event.code }), this.options.account).message;
       this.fail(detail);
       this.logger.error({ shardId, code: event.code }, `discord gateway closed for good: ${detail}`);
@@ -276,6 +335,7 @@ class DiscordChannel implements ChannelAdapter {
         return;
       }
       const submission = await sink({ ...result.message, correlationId });
+      this.shards?.accepted({ chatId: message.channelId, guildId: message.guildId, messageId: message.id });
       log.debug({ status: submission.status, sessionKey: submission.sessionKey }, 'discord message submitted');
     } catch (err) {
       log.error({ err }, 'discord message could not be handled; the channel goes on');
@@ -291,7 +351,7 @@ class DiscordChannel implements ChannelAdapter {
   }
 
   private fail(detail: string): void {
-    this.status = 'failed';
+    this.state = 'failed';
     this.statusDetail = detail;
   }
 }

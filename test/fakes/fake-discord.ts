@@ -65,8 +65,14 @@ export interface FakeDiscord {
   dispatch(t: string, d: unknown): void;
   /** Sends a raw text frame (anything, not necessarily JSON) to the connected client. */
   sendRaw(text: string): void;
-  /** Dispatches MESSAGE_CREATE, filling every field Discord sends; returns the payload. */
+  /** Dispatches MESSAGE_CREATE, filling every field Discord sends; returns the payload. Kept in the channel's history. */
   message(fields: FakeMessageFields): Record<string, unknown>;
+  /** A message posted while no client is connected: only in the channel's history (`GET /channels/:id/messages`). */
+  postOffline(fields: FakeMessageFields): Record<string, unknown>;
+  /** Gateway connections open now. */
+  readonly connections: number;
+  /** Shards of the IDENTIFYs received (`[id, count]`), in order. */
+  identifiedShards: unknown[];
   /** The next REST call matching `match` is answered 429 with `retry_after` seconds. */
   rateLimitOnce(match: (method: string, path: string) => boolean, retryAfterSeconds?: number): void;
   /** Resolves with the first call (recorded or future) matching `match`. */
@@ -110,6 +116,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   let port = 0;
   let seq = 0;
   let socket: WebSocket | undefined;
+  /** Every message created, per channel, in id order (the REST history). */
+  const history = new Map<string, Record<string, unknown>[]>();
 
   /** DM channels seen in messages, so that a client that lost its cache can fetch them as Discord allows. */
   const dmChannels = new Map<string, FakeUser>();
@@ -128,7 +136,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
-    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
     const method = req.method ?? 'GET';
     const call: DiscordRestCall = { method, path, headers: req.headers, body: raw ? safeJson(raw) : undefined, status: 200 };
     const reply = (status: number, body?: unknown, headers: Record<string, string> = {}) => {
@@ -160,6 +168,14 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     if (method === 'PATCH' && (m = /^\/api\/v10\/channels\/(\d+)\/messages\/(\d+)$/.exec(path))) {
       return reply(200, messagePayload({ id: m[2]!, channel_id: m[1]!, author: bot, content: typeof call.body?.content === 'string' ? call.body.content : '' }));
     }
+    if (method === 'GET' && (m = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(path))) {
+      // As Discord: with `after`, the `limit` oldest messages newer than it, sent newest first.
+      const query = new URL(req.url ?? '/', 'http://x').searchParams;
+      const after = BigInt(query.get('after') ?? '0');
+      const limit = Number(query.get('limit') ?? '50');
+      const newer = (history.get(m[1]!) ?? []).filter((p) => BigInt(String(p.id)) > after).slice(0, limit);
+      return reply(200, newer.reverse());
+    }
     if (method === 'GET' && (m = /^\/api\/v10\/channels\/(\d+)$/.exec(path))) {
       const channel = channelById(m[1]!);
       return channel ? reply(200, channel) : reply(404, { message: 'Unknown Channel', code: 10003 });
@@ -169,10 +185,15 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
 
   const wss = new WebSocketServer({ server, path: '/gateway' });
   const send = (ws: WebSocket, payload: unknown) => ws.send(JSON.stringify(payload));
+  /** A dispatch on one connection (answers to its own IDENTIFY or RESUME go there, not to the latest one). */
+  const dispatchTo = (ws: WebSocket, t: string, d: unknown) => send(ws, { op: 0, t, s: ++seq, d });
   wss.on('connection', (ws) => {
     sockets.add(ws);
     socket = ws;
-    ws.on('close', () => sockets.delete(ws));
+    ws.on('close', () => {
+      sockets.delete(ws);
+      if (socket === ws) socket = [...sockets].at(-1);
+    });
     send(ws, { op: 10, d: { heartbeat_interval: options.heartbeatMs ?? 41_250 }, s: null, t: null });
     ws.on('message', (data: Buffer) => {
       const packet = safeJson(data.toString()) as { op?: number; d?: { token?: string; shard?: unknown } } | undefined;
@@ -181,18 +202,19 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         send(ws, { op: 11, d: null, s: null, t: null });
       } else if (packet?.op === 6) {
         fake.resumes++;
-        fake.dispatch('RESUMED', {});
+        dispatchTo(ws, 'RESUMED', {});
       } else if (packet?.op === 2) {
         fake.identifies++;
+        fake.identifiedShards.push(packet.d?.shard);
         if (packet.d?.token !== token) return ws.close(4004, 'Authentication failed.');
         if (options.closeOnIdentify) return ws.close(options.closeOnIdentify, 'Disallowed intent(s).');
         if (options.silentOnIdentify) return undefined;
-        fake.dispatch('READY', {
+        dispatchTo(ws, 'READY', {
           v: 10, user: userPayload(bot), session_id: 'fake-session', resume_gateway_url: `ws://127.0.0.1:${port}/gateway`,
           guilds: guilds.map((g) => ({ id: g.id, unavailable: true })), private_channels: [], shard: packet.d.shard ?? [0, 1],
           application: { id: bot.id, flags: 0 },
         });
-        for (const g of guilds) fake.dispatch('GUILD_CREATE', guildPayload(g, bot));
+        for (const g of guilds) dispatchTo(ws, 'GUILD_CREATE', guildPayload(g, bot));
       }
     });
   });
@@ -218,6 +240,13 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       socket.send(text);
     },
     message(fields) {
+      const payload = fake.postOffline(fields);
+      fake.dispatch('MESSAGE_CREATE', payload);
+      return payload;
+    },
+    get connections() { return sockets.size; },
+    identifiedShards: [],
+    postOffline(fields) {
       const payload = messagePayload({
         id: fields.id ?? snowflake(),
         channel_id: fields.channel_id,
@@ -234,7 +263,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         payload.member = { roles: [], joined_at: iso(), deaf: false, mute: false, flags: 0 };
       }
       payload.channel_type = fields.channel_type ?? (fields.guild_id ? 0 : 1);
-      fake.dispatch('MESSAGE_CREATE', payload);
+      const list = history.get(fields.channel_id) ?? [];
+      list.push(payload);
+      list.sort((a, b) => (BigInt(String(a.id)) < BigInt(String(b.id)) ? -1 : 1));
+      history.set(fields.channel_id, list);
       return payload;
     },
     rateLimitOnce(match, retryAfterSeconds = 0.05) {
