@@ -1,0 +1,67 @@
+import { afterEach, expect, it } from 'vitest';
+import { fencedClient, LeaseLostError, runFenced } from '../../src/cluster/fence.ts';
+import { SessionLocks } from '../../src/cluster/session-locks.ts';
+import { silentLogger } from '../../src/core/logger.ts';
+import { describePg, useTestDatabase } from '../helpers/postgres.ts';
+
+const db = useTestDatabase();
+
+describePg('session locks on PostgreSQL', () => {
+  const opened: SessionLocks[] = [];
+  const locks = (leaseMs = 30_000, onLost?: (key: string) => void) => {
+    const l = new SessionLocks({ uri: db.uri, logger: silentLogger(), leaseMs, maxConnections: 4, onLost });
+    opened.push(l);
+    return l;
+  };
+  afterEach(async () => { for (const l of opened.splice(0)) await l.close(); });
+
+  it('one replica at a time: the other gets nothing until the holder releases; holds of one replica share the lock', async () => {
+    const a = locks();
+    const b = locks();
+    const first = await a.tryAcquire('agent:main:telegram:direct:1');
+    expect(first?.fresh).toBe(true);
+    expect(await b.tryAcquire('agent:main:telegram:direct:1')).toBeUndefined();
+    const second = await a.tryAcquire('agent:main:telegram:direct:1');
+    expect(second?.fresh).toBe(false);
+    await first!.release();
+    expect(await b.tryAcquire('agent:main:telegram:direct:1')).toBeUndefined();
+    await second!.release();
+    const taken = await b.tryAcquire('agent:main:telegram:direct:1');
+    expect(taken?.fresh).toBe(true);
+    // Another key is independent.
+    expect(await a.tryAcquire('agent:main:telegram:direct:2')).toBeDefined();
+  });
+
+  it('a waiting acquire gets the lock when the holder gives it back, and gives up after its wait', async () => {
+    const a = locks();
+    const b = locks();
+    const held = await a.tryAcquire('k');
+    expect(await b.acquire('k', 300)).toBeUndefined();
+    const waiting = b.acquire('k', 10_000);
+    await held!.release();
+    expect((await waiting)?.fresh).toBe(true);
+  });
+
+  it('a frozen holder (no heartbeat past the lease) loses the lock to another replica, and its writes through the lock fail', async () => {
+    const lost: string[] = [];
+    const a = locks(1000, (key) => lost.push(key));
+    const b = locks();
+    const held = await a.tryAcquire('frozen');
+    // Freeze this process (as SIGSTOP would) for longer than the lease: PostgreSQL ends the idle connection.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2500);
+    let taken;
+    for (let i = 0; i < 100 && !taken; i++) {
+      taken = await b.tryAcquire('frozen');
+      if (!taken) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(taken?.fresh).toBe(true);
+    const write = runFenced(held!.fence, async () => {
+      await fencedClient('frozen')!.query('SELECT 1');
+    });
+    await expect(write).rejects.toBeInstanceOf(Error);
+    for (let i = 0; i < 100 && !lost.length; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(lost).toEqual(['frozen']);
+    expect(a.isHeld('frozen')).toBe(false);
+    await expect(runFenced(held!.fence, async () => fencedClient('frozen'))).rejects.toBeInstanceOf(LeaseLostError);
+  }, 20_000);
+});
