@@ -182,10 +182,14 @@ export interface GatewayFigures {
     providers: readonly { id: string; model: string; requests: number; retries: number; errors: number; totalTokens: number }[];
     mcp?: readonly { name: string; state: string; tools: number; error?: string }[];
   }>;
-  usage(): {
-    totals: { totalTokens: number; llmCalls: number };
-    channels: Record<string, { totalTokens: number; llmCalls: number }>;
-  };
+  /** Sync or async: in cluster mode the figures are read from the shared ledger. */
+  usage(): GatewayUsage | Promise<GatewayUsage>;
+}
+
+/** What `/usage` shows of the gateway's totals. */
+interface GatewayUsage {
+  totals: { totalTokens: number; llmCalls: number };
+  channels: Record<string, { totalTokens: number; llmCalls: number }>;
 }
 
 /** Adds the gateway's figures (as `GET /status` and `GET /usage` report them) to `/status` and `/usage`. */
@@ -212,7 +216,7 @@ export function registerGatewayCommands(registry: CommandRegistry, figures: Gate
       ...usage,
       async run(context) {
         const session = await usage.run(context);
-        const report = figures.usage();
+        const report = await figures.usage();
         const channel = context.session.entry.channel;
         const here = report.channels[channel] ?? { totalTokens: 0, llmCalls: 0 };
         return [

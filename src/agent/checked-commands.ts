@@ -12,10 +12,10 @@ const MODEL_LIST_TTL_MS = 10 * 60_000;
 export interface CheckedCommandSources {
   providers: ProviderRegistry;
   clock: Clock;
-  /** Token totals of a session key across its resets (from the ledger). */
-  keyTotals(sessionKey: string): TokenTotals & { sessions: number };
-  /** Token totals of one session id of a key (from the ledger). */
-  sessionTotals(sessionKey: string, sessionId: string): TokenTotals;
+  /** Token totals of a session key across its resets (from the ledger; async in cluster mode). */
+  keyTotals(sessionKey: string): (TokenTotals & { sessions: number }) | Promise<TokenTotals & { sessions: number }>;
+  /** Token totals of one session id of a key (from the ledger; async in cluster mode). */
+  sessionTotals(sessionKey: string, sessionId: string): TokenTotals | Promise<TokenTotals>;
 }
 
 const n = (value: number) => value.toLocaleString('en-US');
@@ -74,8 +74,7 @@ export function registerCheckedCommands(registry: CommandRegistry, sources: Chec
         // The entry's totals are the key's across resets; this session's own come from the ledger.
         const gatewayLines = (await usage.run(context)).split('\n').filter((line) => line.startsWith('• gateway:'));
         const { key, sessionId, sessionStartedAt } = context.session.entry;
-        const session = sources.sessionTotals(key, sessionId);
-        const all = sources.keyTotals(key);
+        const [session, all] = await Promise.all([sources.sessionTotals(key, sessionId), sources.keyTotals(key)]);
         const since = new Date(sessionStartedAt).toISOString().slice(0, 16).replace('T', ' ');
         return [
           `**Usage** · ${key}`,
