@@ -85,10 +85,9 @@ describe('createHttpApp: auth', () => {
     const refused = await a.request('/echo');
     expect(refused.status).toBe(401);
     expect(await refused.json()).toEqual({ error: { message: 'Missing or wrong bearer token: send Authorization: Bearer <gateway.authToken>.', type: 'authentication_error', code: 'unauthorized' } });
-    expect((await a.request('/echo', { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
     expect((await a.request('/echo', { headers: { authorization: TOKEN } })).status).toBe(401);
-    // A malformed header is refused the same way (JSON, 401), not with the library's own answer.
-    for (const authorization of ['Bearer a b', 'Bearer', 'Basic dXNlcjpwYXNz', `Bearer ${TOKEN}!`]) {
+    // A wrong token or a malformed header is refused the same way (JSON, 401), not with the library's own answer.
+    for (const authorization of ['Bearer wrong', 'Bearer a b', 'Bearer', 'Basic dXNlcjpwYXNz', `Bearer ${TOKEN}!`]) {
       const response = await a.request('/echo', { headers: { authorization } });
       expect([response.status, ((await response.json()) as { error: { code: string } }).error.code]).toEqual([401, 'unauthorized']);
     }
