@@ -162,7 +162,7 @@ describePg('Discord shard takeover on PostgreSQL leases and watermarks', () => {
     const f = await startFakeDiscord({ bot: { id: ids.bot, username: 'switchboard', bot: true }, guilds: [{ id: ids.guild, channels: [{ id: ids.channel }] }] });
     fake = f;
     const gateway = sharedGateway();
-    const replica = (name: string) => {
+    const replica = () => {
       const timers = new ManualTimers();
       const leases = new PgChannelLeases({ uri: db.uri, leaseMs: 3000, pollMs: 500, logger: silentLogger(), timers });
       clusters.push(leases);
@@ -173,8 +173,8 @@ describePg('Discord shard takeover on PostgreSQL leases and watermarks', () => {
       adapters.push(a);
       return { adapter: a, timers };
     };
-    const one = replica('one');
-    const two = replica('two');
+    const one = replica();
+    const two = replica();
     await one.adapter.start(gateway.sinkOf('one'));
     await two.adapter.start(gateway.sinkOf('two'));
     expect([one.adapter.status, two.adapter.status]).toEqual(['running', 'standby']);
