@@ -208,6 +208,15 @@ export class PgLedgerSink implements LedgerStore {
     this.retryTimer.unref();
   }
 
+  /**
+   * Deletes records older than `before` (`ledger.retentionDays`); returns how many. The sums keep counting
+   * them, as the one-machine totals outlive deleted archives; a key's totals and timeline lose them.
+   */
+  async prune(before: Date): Promise<number> {
+    const { rowCount } = await this.options.pool.query('DELETE FROM sb_ledger WHERE at < $1', [before]);
+    return rowCount ?? 0;
+  }
+
   /** `GET /usage`: totals of the whole cluster, and per channel. */
   async usage(): Promise<UsageReport> {
     const { rows } = await this.options.pool.query<SumRow & { channel: string; first_at: Date | null }>(

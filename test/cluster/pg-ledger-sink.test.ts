@@ -101,6 +101,14 @@ describePg('the ledger on PostgreSQL', () => {
     }
   });
 
+  it('prune deletes records older than the retention; the sums keep them', async () => {
+    const before = (await a.usage()).totals;
+    expect(await a.prune(new Date(STARTED + 600))).toBe(100); // b's records, at STARTED + 500…599
+    expect(await a.prune(new Date(STARTED + 600))).toBe(0);
+    expect((await a.usage()).totals).toEqual(before);
+    expect((await a.keyTotals('agent:main:slack:channel:c')).llmCalls).toBe(0);
+  });
+
   afterAll(async () => {
     await a?.close();
     await b?.close();
