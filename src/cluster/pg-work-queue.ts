@@ -5,6 +5,7 @@ import type { InboundMessage } from '../core/message.ts';
 import { deliveryKey } from '../gateway/inbox.ts';
 import type { QueuedJob, SharedQueue, SeenOutcome } from '../gateway/shared-queue.ts';
 import { ClusterListener } from './cluster-listener.ts';
+import { jsonbText, storableString } from './jsonb.ts';
 import { currentFence, fencedClient, LeaseLostError, runFenced, type Fence } from './fence.ts';
 import type { SessionLocks } from './session-locks.ts';
 
@@ -77,7 +78,7 @@ export class PgWorkQueue implements SharedQueue {
   constructor(private readonly options: PgWorkQueueOptions) {}
 
   async accept(message: InboundMessage, key: string, correlationId: string): Promise<{ accepted: true; seq: number } | { accepted: false }> {
-    const { rows } = await this.options.pool.query<{ seq: string }>(ACCEPT, [deliveryKey(message), key, JSON.stringify(message), correlationId]);
+    const { rows } = await this.options.pool.query<{ seq: string }>(ACCEPT, [storableString(deliveryKey(message)), key, jsonbText(message), correlationId]);
     const seq = rows[0]?.seq;
     if (seq === undefined) return { accepted: false };
     // Most messages run where they arrived: try at once rather than on the notification's round trip.
@@ -86,7 +87,7 @@ export class PgWorkQueue implements SharedQueue {
   }
 
   async markSeen(message: InboundMessage, outcome: SeenOutcome): Promise<boolean> {
-    const { rowCount } = await this.options.pool.query('INSERT INTO sb_delivery (delivery_key, outcome) VALUES ($1, $2) ON CONFLICT DO NOTHING', [deliveryKey(message), outcome]);
+    const { rowCount } = await this.options.pool.query('INSERT INTO sb_delivery (delivery_key, outcome) VALUES ($1, $2) ON CONFLICT DO NOTHING', [storableString(deliveryKey(message)), outcome]);
     return rowCount === 1;
   }
 
@@ -136,7 +137,7 @@ export class PgWorkQueue implements SharedQueue {
     const { rowCount } = await client.query(`
       WITH l AS (UPDATE sb_lane SET done_seq = $2 WHERE session_key = $1 AND done_seq = $2 - 1 RETURNING 1)
       UPDATE sb_inbox SET done_at = now(), result = $3 FROM l WHERE session_key = $1 AND seq = $2`,
-    [job.key, job.seq, result ? JSON.stringify(result) : null]);
+    [job.key, job.seq, result ? jsonbText(result) : null]);
     if (rowCount !== 1) this.options.logger.error({ sessionKey: job.key, seq: job.seq }, 'a finished message was not the next of its session; left as it is');
     void this.options.pool.query('SELECT pg_notify($1, $2)', ['sb_done', JSON.stringify({ key: job.key, seq: job.seq })]).catch(() => undefined);
     this.settle(job.key, job.seq, result);

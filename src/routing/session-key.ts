@@ -51,7 +51,7 @@ const DIRECT = new Set(['direct', 'dm']);
 
 /**
  * Builds the canonical session key of a route (SPEC §2). The only function in the code base that
- * assembles keys. Segments are lowercased; `:`, `%` and whitespace inside a value are percent-encoded
+ * assembles keys. Segments are lowercased; `:`, `%`, whitespace and control characters inside a value are percent-encoded
  * so that {@link parseSessionKey} always reads back what was built.
  */
 export function buildSessionKey(route: SessionRoute, options: SessionKeyOptions): string {
@@ -156,10 +156,14 @@ export function linkedPeer(channel: string, peerId: string, options: SessionKeyO
   return peerId;
 }
 
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
 function segment(value: string, name: string): string {
   const text = String(value).trim().toLowerCase();
   if (!text) throw new SessionKeyError(`The ${name} of a session key cannot be empty.`);
-  return text.replace(/[%:\s]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  // Control characters are encoded too, and an unpaired surrogate becomes U+FFFD: a key is stored as text
+  // (PostgreSQL refuses NUL and unpaired surrogates) and written into logs.
+  return text.replace(UNPAIRED_SURROGATE, '\ufffd').replace(/[%:\s\u0000-\u001f\u007f]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
 function decode(value: string): string {
