@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { GroupContextItem } from '../agent/runtime.ts';
+import { storableString } from './jsonb.ts';
 import { querySession, type Queryable } from './session-query.ts';
 
 /** Options of {@link PgGroupContext}. */
@@ -9,8 +10,8 @@ export interface PgGroupContextOptions {
   limit: number;
 }
 
-/** Text as PostgreSQL can store it (`text` refuses NUL characters: they become U+FFFD). */
-const storable = (text: string): string => text.replace(/\u0000/g, '\ufffd');
+/** Text as PostgreSQL can store it (NUL and unpaired surrogates become U+FFFD). */
+const storable = storableString;
 
 /**
  * Group messages that did not trigger a run (SPEC §10), kept per session key in `sb_group_context` so the

@@ -3,6 +3,7 @@ import { SwitchboardError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { parseSessionKey } from '../routing/session-key.ts';
 import { archiveStamp, type TranscriptEntry, type TranscriptHeader, type TranscriptStore } from '../sessions/transcript.ts';
+import { jsonbText } from './jsonb.ts';
 import { querySession, type Queryable } from './session-query.ts';
 
 /** A transcript was appended to, or archived, before it was created (no `sb_transcript` row names it). */
@@ -15,12 +16,9 @@ export class TranscriptNotFoundError extends SwitchboardError {
 /** Session ids whose key is remembered (older ones are looked up again: one query). */
 const MAX_KNOWN = 100_000;
 
-/** A NUL character as `JSON.stringify` writes it (not preceded by an escaping backslash): jsonb refuses it. */
-const JSON_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g;
-
-/** An entry as jsonb text: NUL characters, which PostgreSQL cannot store, become U+FFFD. */
+/** An entry as jsonb text: NUL characters and unpaired surrogates, which jsonb refuses, become U+FFFD. */
 export function entryJson(entry: unknown): string {
-  return JSON.stringify(entry).replace(JSON_NUL, '$1\\ufffd');
+  return jsonbText(entry);
 }
 
 /**

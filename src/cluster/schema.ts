@@ -111,6 +111,45 @@ CREATE TABLE sb_counter (
 `,
   },
   {
+    // The stores' own needs (issue 18): key order independent of the database's collation (session lists page
+    // by key); token sums per provider, model, kind and channel kept with each ledger batch, so /usage and
+    // /metrics/providers read a few rows instead of summing the whole ledger; the progress of `switchboard migrate`.
+    id: '002-store-indexes-ledger-totals',
+    sql: `
+CREATE INDEX IF NOT EXISTS keyv_key_c ON keyv (key COLLATE "C");
+
+CREATE TABLE sb_ledger_total (
+  provider_id text NOT NULL,
+  model_id text NOT NULL,
+  kind text NOT NULL,
+  channel text NOT NULL,
+  calls bigint NOT NULL,
+  estimated_calls bigint NOT NULL,
+  input_tokens bigint NOT NULL,
+  output_tokens bigint NOT NULL,
+  cache_read_tokens bigint NOT NULL,
+  cache_write_tokens bigint NOT NULL,
+  first_at timestamptz NOT NULL,
+  PRIMARY KEY (provider_id, model_id, kind, channel)
+);
+INSERT INTO sb_ledger_total
+SELECT provider_id, model_id, kind, channel, count(*), count(*) FILTER (WHERE (record->>'isEstimated')::boolean),
+  coalesce(sum((record->>'inputTokens')::bigint), 0), coalesce(sum((record->>'outputTokens')::bigint), 0),
+  coalesce(sum((record->>'cacheReadTokens')::bigint), 0), coalesce(sum((record->>'cacheWriteTokens')::bigint), 0), min(at)
+FROM sb_ledger GROUP BY provider_id, model_id, kind, channel;
+-- Records past ledger.retentionDays are deleted by time (the sums above keep counting them, as the local snapshot does).
+CREATE INDEX sb_ledger_at ON sb_ledger (at);
+
+-- What \`switchboard migrate\` copied of each source whose rows have no key of their own (a ledger file, known by
+-- the hash of its first record, so a rotated or compressed copy is the same source): records copied so far.
+CREATE TABLE sb_migrated (
+  source text PRIMARY KEY,
+  records bigint NOT NULL,
+  at timestamptz NOT NULL DEFAULT now()
+);
+`,
+  },
+  {
     // Channels in cluster mode (issue 18): the last accepted message per chat (a Discord channel), shared so that
     // the replica taking over a shard back-fills from where intake stopped. Snowflakes are unsigned 64-bit: numeric.
     id: '003-channel-watermarks',

@@ -56,17 +56,17 @@ describePg('transcripts on PostgreSQL', () => {
     expect((await store.read('s-cache')).map((e) => e.id)).toEqual(['first', 'elsewhere']);
   });
 
-  it('stores any text (a NUL, which jsonb refuses, becomes U+FFFD; a literal backslash-u0000 stays) and exports SPEC §4 JSONL', async () => {
+  it('stores any text (NUL and unpaired surrogates, which jsonb refuses, become U+FFFD; a literal backslash-u0000 stays) and exports SPEC §4 JSONL', async () => {
     await store.create('s-text', 'agent:ops:slack:channel:c1', AT);
     const tool: TranscriptEntry = { type: 'message', id: 't', role: 'assistant', content: '', toolCalls: [{ id: 'c', name: 'memory_write', arguments: '{"a":1}' }], at: AT.toISOString() };
-    await store.append('s-text', [message('nul', 'a\u0000b'), message('lit', 'a\\u0000b'), tool]);
+    await store.append('s-text', [message('nul', 'a\u0000b'), message('lit', 'a\\u0000b'), tool, message('half', 'x\ud83dy \ud83d\ude00')]);
     store.forget('s-text');
     const read = await store.read('s-text');
-    expect(read.map((e) => (e.type === 'message' ? e.content : ''))).toEqual(['a\ufffdb', 'a\\u0000b', '']);
+    expect(read.map((e) => (e.type === 'message' ? e.content : ''))).toEqual(['a\ufffdb', 'a\\u0000b', '', 'x\ufffdy \ud83d\ude00']);
     expect(read[2]).toEqual(tool);
     const lines = (await store.exportJsonl('s-text'))!.trim().split('\n').map((l) => JSON.parse(l));
     expect(lines[0]).toEqual({ type: 'session', version: 1, sessionId: 's-text', key: 'agent:ops:slack:channel:c1', createdAt: AT.toISOString() });
-    expect(lines.slice(1).map((l) => l.id)).toEqual(['nul', 'lit', 't']);
+    expect(lines.slice(1).map((l) => l.id)).toEqual(['nul', 'lit', 't', 'half']);
     expect((await db.pool.query('SELECT agent_id FROM sb_transcript WHERE session_id = $1', ['s-text'])).rows[0].agent_id).toBe('ops');
   });
 
