@@ -277,7 +277,10 @@ class DiscordChannel implements ChannelAdapter {
       dropped: (event, reason, shardId) => this.logger.warn({ event, reason, shardId }, 'discord: dropped a malformed gateway event'),
       failed: (event, error, shardId) => {
         this.logger.error({ err: error, event, shardId }, 'discord: discord.js failed on a gateway event; the channel goes on');
-        this.scheduleRestart(client, `${event}: ${(error as Error)?.message ?? String(error)}`);
+        const reason = `${event}: ${(error as Error)?.message ?? String(error)}`;
+        // A shard client (cluster mode) is replaced by giving its lease up: reconnected fresh here or elsewhere.
+        if (this.shards?.holds(client)) this.shards.drop(client, reason);
+        else this.scheduleRestart(client, reason);
       },
     });
     if (!guarded) this.logger.warn('discord: this discord.js version cannot be guarded against malformed gateway events; the process guard remains');
@@ -305,6 +308,7 @@ class DiscordChannel implements ChannelAdapter {
     client.on(Events.ShardResume, back);
     client.on(Events.ShardReady, back);
     client.on(Events.ShardDisconnect, (event, shardId) => {
+      if (this.shards?.holds(client)) return this.shards.drop(client, `gateway closed with code ${event.code}`);
       if (this.client !== client || this.state === 'starting') return;
       const detail = startError(Object.assign(new Error(`gateway closed with code ${event.code}`), { code: event.code }), this.options.account).message;
       this.fail(detail);

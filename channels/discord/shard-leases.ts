@@ -107,6 +107,17 @@ export class ShardLeases {
     await Promise.allSettled([...this.retiring]);
   }
 
+  /**
+   * Gives up the shard of `client` (discord.js failed on an event, or the gateway closed for good): its
+   * lease is resigned, so a fresh client connects it after the poll interval, here or on another replica.
+   */
+  drop(client: Client, reason: string): void {
+    const slot = this.slots.find((s) => s.client === client);
+    if (!slot?.lease?.held) return;
+    this.options.logger.warn({ shard: slot.shard, reason }, 'discord: giving the shard up to reconnect it');
+    void slot.lease.resign();
+  }
+
   /** Records an accepted message's id as its chat's watermark (batched, in the background). */
   accepted(mark: { chatId: string; guildId?: string | null; messageId: string }): void {
     this.options.cluster.watermarks.advance(`discord:${this.options.accountId}`, {

@@ -137,6 +137,25 @@ describe('Discord in cluster mode: shards held by one replica, taken over, the g
     await until(() => fake!.connections === 2, 'two connections, one per shard');
   });
 
+  it('a shard client that discord.js failed on is given up (lease resigned) and connected afresh, with the gap back-filled', async () => {
+    fake = await startFakeDiscord({ bot: { id: ids.bot, username: 'switchboard', bot: true }, guilds: [{ id: ids.guild, channels: [{ id: ids.channel }] }] });
+    const leases = new FakeLeases();
+    const marks = new MemoryWatermarks();
+    const gateway = sharedGateway();
+    const a = createDiscordChannel({ account: account(fake), clock: systemClock, logger: silentLogger(), stateDir: '/nonexistent', cluster: fakeCluster(leases, 'A', marks) });
+    adapters.push(a);
+    await a.start(gateway.sinkOf('A'));
+    fake.message({ channel_id: ids.channel, guild_id: ids.guild, content: 'before', author: alice });
+    await until(() => gateway.accepted('A').length === 1 && marks.marks.size === 1, 'the first message and its mark');
+    fake.dispatch('GUILD_CREATE', { id: '4000000000000000003', channels: [null] }); // well-formed enough, then discord.js throws
+    // Posted before the new connection is up, so only its back-fill can bring it.
+    fake.postOffline({ channel_id: ids.channel, guild_id: ids.guild, content: 'while reconnecting', author: alice });
+    await until(() => fake!.identifies === 2, 'a fresh connection of the shard');
+    await until(() => gateway.accepted('A').includes('while reconnecting'), 'the back-fill of the new connection');
+    expect(leases.holder(SHARD0)).toBe('A');
+    await until(() => a.status === 'running', 'running again');
+  });
+
   it('maps guilds to shards as Discord does, and DMs to shard 0', () => {
     expect(shardOf(undefined, 4)).toBe(0);
     expect(shardOf('41771983423143937', 1)).toBe(0);
