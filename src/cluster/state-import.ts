@@ -8,6 +8,7 @@ import { parseLedgerLine, type LedgerRecord } from '../accounting/ledger-record.
 import type { InboundMessage } from '../core/message.ts';
 import type { TranscriptEntry } from '../sessions/transcript.ts';
 import { insertLedgerRecords } from './pg-ledger-sink.ts';
+import { storableString } from './jsonb.ts';
 import { entryJson, insertEntries } from './pg-transcript-store.ts';
 
 /** What one run of the import copied (rows already in the database are not counted). */
@@ -226,9 +227,10 @@ export async function importInbox(journal: string, pool: pg.Pool, keyOf: (messag
       counts.skippedMessages++;
       continue;
     }
+    const deliveryKey = storableString(record.key); // as the work queue's intake stores it
     const copied = await inTransaction(pool, async (client) => {
       const fresh = await client.query('INSERT INTO sb_delivery (delivery_key, at, outcome) VALUES ($1, $2, $3) ON CONFLICT (delivery_key) DO NOTHING',
-        [record.key, new Date(record.at), 'accepted']);
+        [deliveryKey, new Date(record.at), 'accepted']);
       if (!fresh.rowCount) return false;
       const { rows } = await client.query<{ next_seq: string }>(
         `INSERT INTO sb_lane (session_key, next_seq) VALUES ($1, 1)
@@ -238,7 +240,7 @@ export async function importInbox(journal: string, pool: pg.Pool, keyOf: (messag
       );
       await client.query(
         'INSERT INTO sb_inbox (session_key, seq, delivery_key, message, correlation_id, accepted_at, sent) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-        [sessionKey, rows[0]!.next_seq, record.key, entryJson(record.message), record.correlationId, new Date(record.at), record.sent ?? 0],
+        [sessionKey, rows[0]!.next_seq, deliveryKey, entryJson(record.message), record.correlationId, new Date(record.at), record.sent ?? 0],
       );
       // Replicas already running take it at once (delivered at commit; their poll finds it anyway).
       await client.query("SELECT pg_notify('sb_ready', $1)", [sessionKey]);
@@ -254,7 +256,7 @@ export async function importInbox(journal: string, pool: pg.Pool, keyOf: (messag
     const chunk = ids.slice(start, start + 1000);
     const { rowCount } = await pool.query(
       `INSERT INTO sb_delivery (delivery_key, at, outcome) SELECT k, to_timestamp(a / 1000.0), 'accepted' FROM unnest($1::text[], $2::float8[]) AS t(k, a)
-       ON CONFLICT (delivery_key) DO NOTHING`, [chunk.map(([k]) => k), chunk.map(([, at]) => at)],
+       ON CONFLICT (delivery_key) DO NOTHING`, [chunk.map(([k]) => storableString(k)), chunk.map(([, at]) => at)],
     );
     counts.deliveryIds += rowCount ?? 0;
   }
