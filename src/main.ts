@@ -49,6 +49,7 @@ import { AgentTranscriptStores } from './sessions/agent-transcripts.ts';
 import { isClusterStore } from './cluster/pg-database.ts';
 import { openClusterMode, type ClusterMode } from './cluster/cluster-mode.ts';
 import { PgTranscriptStore } from './cluster/pg-transcript-store.ts';
+import { PgGroupContext } from './cluster/pg-group-context.ts';
 
 /** Where transcripts live: JSONL files per agent on one machine, the shared database in a cluster. */
 export type Transcripts = AgentTranscriptStores | PgTranscriptStore;
@@ -181,7 +182,10 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   const inbox = cluster ? undefined : new Inbox({ file: path.join(config.stateDir, 'inbox.jsonl'), clock, logger });
   const pending = inbox?.open() ?? [];
   const pairing = new PairingStore({ uri: config.store, clock });
-  gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, ...(cluster ? { queue: cluster.queue, onStop: (key: string) => cluster.broadcastStop(key) } : {}) });
+  gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, ...(cluster ? {
+    queue: cluster.queue, onStop: (key: string) => cluster.broadcastStop(key),
+    sharedGroupContext: new PgGroupContext({ pool: cluster.pool, limit: config.session.groupContextLimit }),
+  } : {}) });
   cluster?.onStopRequest((key) => gateway.lanes.stop(key));
   // Channels and the API submit through the inbound size limit (and token counts warmed off the hot path).
   const inbound = guardInbound(gateway.sink, { config, logger, adapterFor: (channel, accountId) => gateway.adapterFor(channel, accountId) });

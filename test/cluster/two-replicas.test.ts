@@ -70,3 +70,31 @@ describePg('cluster mode: two replicas on one database', () => {
     expect(copies.filter((s) => s.status === 'duplicate')).toHaveLength(3);
   }, 30_000);
 });
+
+describePg('cluster mode: group context', () => {
+  it('group messages skipped on one replica reach the turn the mention starts on another', async () => {
+    const made: { gw: RunningGateway; remove: () => void }[] = [];
+    try {
+      const start = async (id: string) => {
+        const tmp = tempDir();
+        const channel = new TestChannel('telegram');
+        const gw = await startTestGateway({
+          dir: tmp.dir, adapters: [channel],
+          config: { store: db.uri, cluster: { pollMs: 100, replicaId: id }, channels: { telegram: { groupPolicy: 'open', requireMention: true } }, agents: { defaults: { tools: { preset: 'none' } } } },
+        });
+        made.push({ gw, remove: tmp.remove });
+        return channel;
+      };
+      const a = await start('g1');
+      const b = await start('g2');
+      const group = { chatType: 'group' as const, chatId: 'g', groupId: 'g' };
+      expect((await a.inject('the meeting moved to 3pm', { ...group, id: 'g-1', peerId: '11', sender: { id: '11', name: 'Ann' } })).status).toBe('skipped');
+      expect((await b.inject('what time is the meeting?', { ...group, id: 'g-2', peerId: '12', sender: { id: '12', name: 'Bob' }, mentionsBot: true })).status).toBe('accepted');
+      for (let i = 0; i < 400 && a.sent.length + b.sent.length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+      const reply = [...a.sent, ...b.sent].map((s) => s.message.text).join('\n');
+      expect(reply).toContain('Ann: the meeting moved to 3pm');
+    } finally {
+      for (const r of made) { await r.gw.stop(); r.remove(); }
+    }
+  }, 30_000);
+});
