@@ -1,4 +1,4 @@
-import type { Bot } from 'grammy';
+import { GrammyError, type Bot } from 'grammy';
 import type { Update } from 'grammy/types';
 import type { ChannelLease, ChannelLeases } from '../../src/core/channel-leases.ts';
 import { ChannelError, ShuttingDownError } from '../../src/core/errors.ts';
@@ -24,6 +24,11 @@ export interface ElectedPollerOptions {
   handle(update: Update): Promise<void>;
   /** Polling began or ended on this replica. */
   onChange?(polling: boolean): void;
+  /**
+   * After a 409 (another `getUpdates` consumer, such as a just-unfrozen former poller confirming its offset),
+   * the holder polls again after this long without giving the lease up (default 1 s).
+   */
+  conflictRetryMs?: number;
 }
 
 /** One stretch of polling while the lease is held, on a Bot of its own (its offset starts from Telegram's). */
@@ -48,6 +53,7 @@ export class ElectedPoller {
   private lease?: ChannelLease;
   private term?: Term;
   private stopped = false;
+  private conflictTimer?: NodeJS.Timeout;
 
   constructor(private readonly options: ElectedPollerOptions) {}
 
@@ -65,6 +71,7 @@ export class ElectedPoller {
   /** Gives the lease up and stops polling (waits for the update in flight). */
   async stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.conflictTimer);
     await this.lease?.stop();
     this.lease = undefined;
     const term = this.term;
@@ -91,6 +98,14 @@ export class ElectedPoller {
     term.loop = term.bot.start({ allowed_updates: [...this.options.allowedUpdates] as never, onStart: () => { if (!term.ended) this.options.onChange?.(true); } })
       .catch((error: unknown) => {
         if (term.ended || error instanceof PollerTermEnded || error instanceof ShuttingDownError) return;
+        if (error instanceof GrammyError && error.error_code === 409 && this.lease?.held) {
+          this.options.logger.warn({ err: error }, 'Telegram: another getUpdates consumer interfered (409); polling again shortly');
+          term.ended = true;
+          this.term = undefined;
+          this.conflictTimer = setTimeout(() => { if (!this.stopped && this.lease?.held && !this.term) this.begin(); }, this.options.conflictRetryMs ?? 1000);
+          this.conflictTimer.unref();
+          return;
+        }
         this.options.logger.warn({ err: error }, 'Telegram polling stopped; giving the poller lease up so that polling is tried again');
         void this.lease?.resign();
       })

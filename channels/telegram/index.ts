@@ -25,6 +25,8 @@ export interface TelegramChannelOptions extends ChannelFactoryContext {
    * answered 503, so that Telegram delivers it again (default 10 s).
    */
   webhookTimeoutMs?: number;
+  /** Cluster polling: how long the elected poller waits to poll again after a 409 (default 1 s). */
+  conflictRetryMs?: number;
   /** Timers of that deadline (tests pass their own). */
   timers?: { setTimeout(fn: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
 }
@@ -219,6 +221,7 @@ class TelegramChannel implements ChannelAdapter {
         return bot;
       },
       handle: (update) => this.handleUpdate(update, true),
+      ...(this.options.conflictRetryMs !== undefined ? { conflictRetryMs: this.options.conflictRetryMs } : {}),
       onChange: (polling) => this.logger.info({ bot: `@${me.username}` }, polling ? 'Telegram poller lease won: polling' : 'Telegram poller: standing by'),
     });
     await this.poller.start();

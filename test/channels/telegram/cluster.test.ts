@@ -45,7 +45,7 @@ describe('Telegram in cluster mode', () => {
     accountId: 'default', enabled: true, dmPolicy: 'open', allowFrom: [], groupPolicy: 'allowlist', groups: [], requireMention: true,
     botToken: telegram.token, apiRoot: telegram.apiRoot, mode, webhookSecret: SECRET,
   });
-  const adapter = (mode: 'polling' | 'webhook', extra: { cluster?: ChannelCluster; timers?: ManualTimers } = {}) => {
+  const adapter = (mode: 'polling' | 'webhook', extra: { cluster?: ChannelCluster; timers?: ManualTimers; conflictRetryMs?: number } = {}) => {
     const a = createTelegramChannel({ account: account(mode), clock: systemClock, logger: silentLogger(), stateDir: '/nonexistent', webhookTimeoutMs: 10_000, ...extra });
     adapters.push(a);
     return a;
@@ -142,6 +142,24 @@ describe('Telegram in cluster mode', () => {
       await until(() => sinkB.texts().includes('after'), 'B to go on');
       expect(sinkA.texts()).toEqual(['in flight']);
       expect(telegram.conflicts).toBe(0);
+    });
+
+    it('a 409 from another getUpdates consumer makes the holder poll again, keeping the lease', async () => {
+      const leases = new FakeLeases();
+      const a = adapter('polling', { cluster: fakeCluster(leases, 'A', new MemoryWatermarks()), conflictRetryMs: 0 });
+      const b = adapter('polling', { cluster: fakeCluster(leases, 'B', new MemoryWatermarks()) });
+      const sinkA = recordingSink();
+      await a.start(sinkA.sink);
+      await b.start(recordingSink().sink);
+      await until(() => telegram.callsOf('getUpdates').length >= 1, 'A to poll');
+      const polls = telegram.callsOf('getUpdates').length;
+      telegram.failNext('getUpdates', { error_code: 409, description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running' });
+      telegram.pushUpdate(dm('wake the long poll')); // ends the current long poll, so the next one meets the 409
+      await until(() => telegram.callsOf('getUpdates').some((c, i) => i >= polls && c.response.error_code === 409), 'the 409');
+      telegram.pushUpdate(dm('after the conflict'));
+      await until(() => sinkA.texts().includes('after the conflict'), 'A to poll again');
+      expect(leases.holder(POLLER)).toBe('A');
+      expect(b.status).toBe('standby');
     });
 
     it('an update the gateway could not take ends the term unconfirmed and gives the lease up; it is taken on the next term', async () => {
