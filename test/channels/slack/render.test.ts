@@ -37,6 +37,64 @@ describe('Slack mrkdwn rendering', () => {
 
   it('keeps single line breaks', () => {
     expect(renderMrkdwn('line one\nline two')).toBe('line one\nline two');
+    expect(renderMrkdwn('hard  \nbreak')).toBe('hard\nbreak');
+  });
+
+  it("passes Slack's own link and channel syntax through; mentions and broadcasts stay escaped (the model must not ping anyone)", () => {
+    expect(renderMrkdwn('see <https://x.com/a|the docs> then <#C123|gen & co> and <#G9> and <@U1> <!here> end'))
+      .toBe('see <https://x.com/a|the docs> then <#C123|gen &amp; co> and <#G9> and &lt;@U1&gt; &lt;!here&gt; end');
+    // Without a space CommonMark reads them as autolinks; they are still Slack links with their labels.
+    expect(renderMrkdwn('<https://x.com/a|docs> and <http://y.org/b|site> and <mailto:a@b.c|Me>'))
+      .toBe('<https://x.com/a|docs> and <http://y.org/b|site> and <mailto:a@b.c|Me>');
+  });
+
+  it('a link labelled with its own address (or nothing) is written bare; http and mailto are links too', () => {
+    expect(renderMrkdwn('[a@b.c](mailto:a@b.c) [https://e.com](https://e.com) [](https://e.com) [x](http://e.com/p)'))
+      .toBe('<mailto:a@b.c> <https://e.com> <https://e.com> <http://e.com/p|x>');
+  });
+
+  it('a link with another scheme, or a relative one, leaves its label (or, without one, the address) as text', () => {
+    expect(renderMrkdwn('[x](ftp://host/http:y) and [](./rel)')).toBe('x and ./rel');
+  });
+
+  it('link labels are plain text: line breaks become spaces, an image gives its alt text', () => {
+    expect(renderMrkdwn('[a\nb](https://e.com) [![alt](https://i.com/i.png)](https://e.com/2)')).toBe('<https://e.com|a b> <https://e.com/2|alt>');
+  });
+
+  it('images become links to the image, labelled with the alt text', () => {
+    expect(renderMrkdwn('![cat](https://i.com/c.png) and ![](https://i.com/d.png)')).toBe('<https://i.com/c.png|cat> and <https://i.com/d.png>');
+  });
+
+  it('a URL longer than half a message is written out as text after its label (the limit is inclusive)', () => {
+    // limit 60: URLs of up to 30 characters stay links.
+    expect(renderMrkdwn(`[label](https://e.com/${'p'.repeat(16)})`, 60)).toBe(`<https://e.com/${'p'.repeat(16)}|label>`);
+    expect(renderMrkdwn(`[label](https://e.com/${'p'.repeat(17)})`, 60)).toBe(`label (https://e.com/${'p'.repeat(17)})`);
+    expect(renderMrkdwn(`<https://e.com/${'p'.repeat(17)}>`, 60)).toBe(`https://e.com/${'p'.repeat(17)}`);
+  });
+
+  it('escapes & < > also when a combining mark is attached to them', () => {
+    expect(renderMrkdwn('a &\u0301 b <\u0301')).toBe('a &amp;\u0301 b &lt;\u0301');
+  });
+
+  it('a reply that starts with a list keeps every item', () => {
+    expect(renderMrkdwn('- a\n- b\n- c')).toBe('• a\n• b\n• c');
+    expect(renderMrkdwn('1. a\n2. b\n3. c')).toBe('1. a\n2. b\n3. c');
+  });
+
+  it('a quote of two paragraphs keeps the blank line between them, quoted', () => {
+    expect(renderMrkdwn('> one\n>\n> two')).toBe('> one\n> \n> two');
+  });
+
+  it('indented code is a code block; trailing blank lines of a block are dropped', () => {
+    expect(renderMrkdwn('    indented < code\n\nafter')).toBe('```\nindented &lt; code\n```\n\nafter');
+    expect(renderMrkdwn('```\ncode\n\n\n```')).toBe('```\ncode\n```');
+  });
+
+  it('blocks with nothing to show (an empty heading, an empty or blank code block) are left out', () => {
+    expect(renderMrkdwn('#\n\nafter')).toBe('after');
+    expect(renderMrkdwn('```\n```')).toBe('');
+    expect(renderMrkdwn('```\n   \n```\n\nafter')).toBe('after');
+    expect(renderSlackChunks('```\n```')).toEqual([]);
   });
 });
 
