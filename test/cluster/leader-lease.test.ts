@@ -19,7 +19,7 @@ describePg('LeaderLease: one holder per name on PostgreSQL, taken over when the 
   function lease(name: string, timers = new ManualTimers()) {
     const events: string[] = [];
     const l = new LeaderLease({
-      uri: db.uri, name, leaseMs: 3000, pollMs: 500, logger: silentLogger(), timers,
+      uri: db.uri, name, leaseMs: 30_000, pollMs: 500, logger: silentLogger(), timers,
       handlers: { won: () => events.push('won'), lost: () => events.push('lost') },
     });
     leases.push(l);
@@ -38,11 +38,11 @@ describePg('LeaderLease: one holder per name on PostgreSQL, taken over when the 
     await b.lease.start();
     expect([a.lease.held, b.lease.held]).toEqual([true, false]);
     expect(a.events).toEqual(['won']);
-    expect(b.timers.delays()).toEqual([500, 1000]); // b tries again after pollMs; its connection heart-beats
+    expect(b.timers.delays()).toEqual([500, 10_000]); // b tries again after pollMs; its connection heart-beats
 
     b.timers.advance(500);
     await until(() => b.timers.delays().length === 2, 'b\'s second try');
-    expect(b.timers.delays()).toEqual([500, 500]);
+    expect(b.timers.delays()).toEqual([500, 9500]);
     expect(b.lease.held).toBe(false);
 
     // The holder dies (PostgreSQL ends its session, as idle_session_timeout does to a frozen process).
@@ -69,17 +69,17 @@ describePg('LeaderLease: one holder per name on PostgreSQL, taken over when the 
       "SELECT count(*) AS n FROM pg_stat_activity WHERE pid = $1", [a.lease.backendPid],
     )).rows[0];
     expect(row?.n).toBe('1');
-    expect(a.timers.delays()).toEqual([1000]); // the heartbeat: 3000 / 3
+    expect(a.timers.delays()).toEqual([10_000]); // the heartbeat: 30 s / 3
     const before = (await db.pool.query<{ at: Date }>('SELECT state_change AS at FROM pg_stat_activity WHERE pid = $1', [a.lease.backendPid])).rows[0]!.at;
-    a.timers.advance(1000);
+    a.timers.advance(10_000);
     await until(async () => {
       const now = (await db.pool.query<{ at: Date }>('SELECT state_change AS at FROM pg_stat_activity WHERE pid = $1', [a.lease.backendPid])).rows[0]!.at;
       return now.getTime() > before.getTime();
     }, 'the heartbeat query');
-    await until(() => a.timers.delays().includes(1000), 'the next heartbeat');
+    await until(() => a.timers.delays().includes(10_000), 'the next heartbeat');
     // The setting on the lease's own connection (read through its private client).
     const client = (a.lease as unknown as { client: pg.Client }).client;
-    expect((await client.query<{ idle_session_timeout: string }>('SHOW idle_session_timeout')).rows[0]?.idle_session_timeout).toBe('3s');
+    expect((await client.query<{ idle_session_timeout: string }>('SHOW idle_session_timeout')).rows[0]?.idle_session_timeout).toBe('30s');
   });
 
   it('resign hands the name over; stop releases it without a lost event', async () => {
@@ -99,8 +99,8 @@ describePg('LeaderLease: one holder per name on PostgreSQL, taken over when the 
 
   it('PgChannelLeases campaigns through the ChannelLeases port and stops every campaign on close', async () => {
     const timers = new ManualTimers();
-    const one = new PgChannelLeases({ uri: db.uri, leaseMs: 3000, pollMs: 500, logger: silentLogger(), timers });
-    const two = new PgChannelLeases({ uri: db.uri, leaseMs: 3000, pollMs: 500, logger: silentLogger(), timers });
+    const one = new PgChannelLeases({ uri: db.uri, leaseMs: 30_000, pollMs: 500, logger: silentLogger(), timers });
+    const two = new PgChannelLeases({ uri: db.uri, leaseMs: 30_000, pollMs: 500, logger: silentLogger(), timers });
     const seen: string[] = [];
     const first = await one.campaign('x', { won: () => seen.push('one won'), lost: () => seen.push('one lost') });
     const second = await two.campaign('x', { won: () => seen.push('two won'), lost: () => seen.push('two lost') });

@@ -183,7 +183,7 @@ describePg('Discord shard takeover on PostgreSQL leases and watermarks', () => {
     const gateway = sharedGateway();
     const replica = () => {
       const timers = new ManualTimers();
-      const leases = new PgChannelLeases({ uri: db.uri, leaseMs: 3000, pollMs: 500, logger: silentLogger(), timers });
+      const leases = new PgChannelLeases({ uri: db.uri, leaseMs: 30_000, pollMs: 500, logger: silentLogger(), timers });
       clusters.push(leases);
       const a = createDiscordChannel({
         account: { accountId: 'default', enabled: true, token: f.token, apiBase: f.api, dmPolicy: 'open', allowFrom: [], groupPolicy: 'open', groups: [], requireMention: false, shardCount: 1 },

@@ -197,7 +197,7 @@ describePg('Telegram elected poller on PostgreSQL leases', () => {
   it('two replicas: one polls, the other takes over when the first one\'s lease connection ends', async () => {
     const replica = (name: string) => {
       const timers = new ManualTimers();
-      const leases = new PgChannelLeases({ uri: db.uri, leaseMs: 3000, pollMs: 500, logger: silentLogger(), timers });
+      const leases = new PgChannelLeases({ uri: db.uri, leaseMs: 30_000, pollMs: 500, logger: silentLogger(), timers });
       clusters.push(leases);
       const sink = recordingSink();
       const a = createTelegramChannel({
