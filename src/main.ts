@@ -50,6 +50,7 @@ import { isClusterStore } from './cluster/pg-database.ts';
 import { openClusterMode, type ClusterMode } from './cluster/cluster-mode.ts';
 import { PgTranscriptStore } from './cluster/pg-transcript-store.ts';
 import { PgGroupContext } from './cluster/pg-group-context.ts';
+import { PgLedgerSink } from './cluster/pg-ledger-sink.ts';
 
 /** Where transcripts live: JSONL files per agent on one machine, the shared database in a cluster. */
 export type Transcripts = AgentTranscriptStores | PgTranscriptStore;
@@ -181,7 +182,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   // One machine journals accepted messages to inbox.jsonl; a cluster queues them in the shared database.
   const inbox = cluster ? undefined : new Inbox({ file: path.join(config.stateDir, 'inbox.jsonl'), clock, logger });
   const pending = inbox?.open() ?? [];
-  const pairing = new PairingStore({ uri: config.store, clock });
+  const pairing = new PairingStore({ uri: config.store, clock, pool: cluster?.pool });
   gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, ...(cluster ? {
     queue: cluster.queue, onStop: (key: string) => cluster.broadcastStop(key),
     sharedGroupContext: new PgGroupContext({ pool: cluster.pool, limit: config.session.groupContextLimit }),
@@ -192,7 +193,9 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   const adapters = options.adapters ?? await createChannelAdapters(config, { clock, logger, stateDir: config.stateDir });
   for (const adapter of adapters) gateway.addAdapter(adapter);
 
+  const ledgerStore = cluster ? new PgLedgerSink({ pool: cluster.pool, logger, replicaId: cluster.replicaId, startedAt }) : undefined;
   const accounting = new Accounting({
+    ledgerStore,
     stateDir: config.stateDir, logger, startedAt, ledger: config.ledger, now: () => clock.now(),
     metrics: {
       activeSessions: () => sessions.size,
@@ -244,8 +247,8 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     mcp: () => mcp.status(),
     ...(cluster ? { cluster: async () => ({ replicaId: cluster.replicaId, replicas: await cluster.replicas.live() }) } : {}),
   });
-  registerGatewayCommands(runtime.commands, { status, usage: () => accounting.totals.snapshot() });
-  registerCheckedCommands(runtime.commands, { providers, clock, keyTotals: (key) => accounting.totals.ofKey(key), sessionTotals: (key, id) => accounting.totals.ofSession(key, id) });
+  registerGatewayCommands(runtime.commands, { status, usage: () => accounting.usage() });
+  registerCheckedCommands(runtime.commands, { providers, clock, keyTotals: (key) => accounting.keyTotals(key), sessionTotals: (key, id) => accounting.sessionTotals(key, id) });
   const dmWarning = dmScopeWarning(config, await pairing.paired().catch(() => []));
   if (dmWarning) logger.warn(dmWarning);
   const dashboardAuth = createDashboardAuth({ token: config.gateway.authToken, stateDir: config.stateDir, clock });
@@ -313,7 +316,14 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     .then((n) => { if (n) logger.info({ deleted: n }, 'deleted expired transcript archives'); })
     .catch((err: unknown) => logger.warn({ err }, 'archive pruning failed'));
   void prune();
-  const pruneTimer = setInterval(() => void prune(), 6 * 3_600_000);
+  // Cluster mode: ledger rows past `ledger.retentionDays` go too (any replica may do it).
+  const pruneLedger = () => {
+    if (!ledgerStore || !config.ledger.retentionDays) return;
+    void ledgerStore.prune(new Date(clock.now() - config.ledger.retentionDays * 86_400_000))
+      .catch((err: unknown) => logger.warn({ err }, 'could not delete old ledger rows'));
+  };
+  pruneLedger();
+  const pruneTimer = setInterval(() => { void prune(); pruneLedger(); }, 6 * 3_600_000);
   pruneTimer.unref();
   // The tokenizer tables take ~0.4 s each to load: load them just after start-up rather than in the first turn.
   setTimeout(() => preloadTokenizers(config.agents.map((a) => a.model)), 250).unref();

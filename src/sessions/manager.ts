@@ -7,6 +7,9 @@ import { emptyTokens, type SessionEntry } from './entry.ts';
 import type { SessionStore } from './store.ts';
 import type { TranscriptStore } from './transcript.ts';
 
+/** The write failed because this replica no longer holds the session's lock (cluster mode's LeaseLostError). */
+const lockLost = (error: unknown): boolean => (error as { code?: unknown } | undefined)?.code === 'LEASE_LOST';
+
 /** What a new session entry is made from. */
 export interface SessionInit {
   key: string;
@@ -149,6 +152,8 @@ export class SessionManager {
       if (this.queuedWrites.get(entry.key) === next) this.queuedWrites.delete(entry.key);
       return pRetry(() => this.write(entry.key, next.snapshot), {
         ...retry,
+        // Cluster mode: a replica that lost the session's lock may not write it again, now or at shutdown.
+        shouldRetry: ({ error }) => !lockLost(error),
         onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
           this.options.logger.warn({ err: error, key: entry.key, attemptNumber, retriesLeft }, 'session store write failed; retrying');
         },
@@ -157,7 +162,7 @@ export class SessionManager {
     next.write = write;
     const settled: Promise<void> = write.then(
       () => { this.unsaved.delete(entry.key); },
-      () => { this.unsaved.set(entry.key, next.entry); },
+      (error: unknown) => { if (!lockLost(error)) this.unsaved.set(entry.key, next.entry); },
     ).finally(() => {
       if (this.writes.get(entry.key) === settled) this.writes.delete(entry.key);
     });

@@ -58,6 +58,13 @@ describePg('cluster mode: two replicas on one database', () => {
     for (const peer of peers) {
       expect(rows.filter((r) => r.key.endsWith(`:direct:${peer}`)).map((r) => r.content.replace(/^\[[^\]]*\]\s*/, ''))).toEqual(sent[peer]);
     }
+    // Every LLM call is one ledger row, whichever replica made it; /usage reads the shared totals on both.
+    await Promise.all([a.gw.accounting.flush(), b.gw.accounting.flush()]);
+    const ledger = await db.pool.query<{ replica_id: string; n: number }>('SELECT replica_id, count(*)::int AS n FROM sb_ledger GROUP BY replica_id');
+    expect(ledger.rows.reduce((n, r) => n + r.n, 0)).toBe(total);
+    const usageA = await (await a.gw.app.request('/usage')).json() as unknown;
+    const usageB = await (await b.gw.app.request('/usage')).json() as unknown;
+    expect(usageA).toEqual(usageB);
     const status = await a.gw.status();
     expect(status.cluster?.replicas.map((r) => (r as { replicaId: string }).replicaId).sort()).toEqual(['r1', 'r2']);
   }, 30_000);
@@ -74,6 +81,8 @@ describePg('cluster mode: two replicas on one database', () => {
 describePg('cluster mode: group context', () => {
   it('group messages skipped on one replica reach the turn the mention starts on another', async () => {
     const made: { gw: RunningGateway; remove: () => void }[] = [];
+    // Work the earlier tests left queued would be answered here first.
+    await db.pool.query('TRUNCATE sb_lane, sb_inbox, sb_delivery CASCADE');
     try {
       const start = async (id: string) => {
         const tmp = tempDir();

@@ -161,6 +161,20 @@ describe('SessionManager', () => {
     expect(m.unsavedCount).toBe(0);
     expect(store.data.get(s.key)?.sessionId).toBe(s.entry.sessionId);
   });
+
+  it('a write refused because the session lock was lost (cluster mode) is neither retried nor written at flush()', async () => {
+    const store = new MemoryStore();
+    const m = manager(store, clock, 10);
+    const s = await m.admit(init('lost'));
+    const before = store.writes;
+    let attempts = 0;
+    store.set = async () => { attempts++; throw Object.assign(new Error('lock lost'), { code: 'LEASE_LOST' }); };
+    await expect(m.save(s.entry)).rejects.toThrow(/lock lost/);
+    expect(attempts).toBe(1);
+    expect(m.unsavedCount).toBe(0);
+    await m.flush();
+    expect(store.writes).toBe(before);
+  });
 });
 
 describe('KeyvSessionStore (SQLite)', () => {
