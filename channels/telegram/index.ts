@@ -20,13 +20,13 @@ export interface TelegramChannelOptions extends ChannelFactoryContext {
   account: TelegramAccountConfig;
   /** How long `start` waits for Telegram's `getMe` (default 30 s). */
   startTimeoutMs?: number;
+  /** Cluster polling: how long the elected poller waits to poll again after a 409 (default 1 s). */
+  conflictRetryMs?: number;
   /**
    * Webhook mode: the longest an update waits for the gateway to take it (commit it) before the request is
    * answered 503, so that Telegram delivers it again (default 10 s).
    */
   webhookTimeoutMs?: number;
-  /** Cluster polling: how long the elected poller waits to poll again after a 409 (default 1 s). */
-  conflictRetryMs?: number;
   /** Timers of that deadline (tests pass their own). */
   timers?: { setTimeout(fn: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
 }
