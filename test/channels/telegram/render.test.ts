@@ -45,6 +45,57 @@ describe('markdownToTelegramHtml', () => {
   });
 });
 
+describe('markdownToTelegramHtml: blocks, links and tables', () => {
+  it('a rule, indented code, the first word of a fence info string as language (cleaned), no language without one', () => {
+    expect(markdownToTelegramHtml('intro\n\n---\n\nafter')).toBe('intro\n\n──────────\n\nafter');
+    expect(markdownToTelegramHtml('    code < 1\n\nafter')).toBe('<pre><code>code &lt; 1</code></pre>\n\nafter');
+    expect(markdownToTelegramHtml('```  python extra\nx\n```')).toBe('<pre><code class="language-python">x</code></pre>');
+    expect(markdownToTelegramHtml('```py"th<o>n\nx\n```')).toBe('<pre><code class="language-python">x</code></pre>');
+  });
+
+  it('a table followed by text ends where the table ends; columns are aligned by characters, emoji counted once', () => {
+    expect(markdownToTelegramHtml('| a | b |\n|---|---|\n| 1 | 2 |\n\nafter')).toBe('<pre>a | b\n--|--\n1 | 2</pre>\n\nafter');
+    expect(markdownToTelegramHtml('| 👍 | b |\n|---|---|\n| long | 2 |')).toBe('<pre>👍    | b\n-----|--\nlong | 2</pre>');
+    expect(markdownToTelegramHtml('| solo |\n|---|')).toBe('<pre>solo</pre>');
+  });
+
+  it('lists: a loose list is written tight, a list after a paragraph or a blank line, a list inside a quote', () => {
+    expect(markdownToTelegramHtml('- a\n\n- b')).toBe('• a\n• b');
+    expect(markdownToTelegramHtml('intro\n\n- a\n- b')).toBe('intro\n\n• a\n• b');
+    expect(markdownToTelegramHtml('# H\n- a')).toBe('<b>H</b>\n\n• a');
+    expect(markdownToTelegramHtml('> - a\n> - b')).toBe('<blockquote>• a\n• b</blockquote>');
+    expect(markdownToTelegramHtml('- a\n  - b\n- c')).toBe('• a\n   • b\n• c');
+    expect(markdownToTelegramHtml('- a\n\n  > quote\n- b')).toBe('• a\n<blockquote>quote</blockquote>\n• b');
+  });
+
+  it('a quote after a paragraph is its own block', () => {
+    expect(markdownToTelegramHtml('intro\n\n> quoted')).toBe('intro\n\n<blockquote>quoted</blockquote>');
+  });
+
+  it('hard breaks, images as their alt text, escaped markdown characters and entities as text', () => {
+    expect(markdownToTelegramHtml('x  \ny')).toBe('x\ny');
+    expect(markdownToTelegramHtml('![alt text](https://i.com/x.png) end')).toBe('alt text end');
+    expect(markdownToTelegramHtml('\\*not bold\\* &lt;b&gt;')).toBe('*not bold* &lt;b&gt;');
+  });
+
+  it('http and tg: links are links; a scheme further on in a relative URL is not', () => {
+    expect(markdownToTelegramHtml('[x](http://e.com) [y](tg://user?id=1) [z](foo/https:x)')).toBe('<a href="http://e.com">x</a> <a href="tg://user?id=1">y</a> z');
+  });
+
+  it('a URL longer than maxUrl: a labelled link becomes label (URL), a bare or autolinked URL is written once, as text', () => {
+    const p = 'p'.repeat(20);
+    expect(markdownToTelegramHtml(`[label](https://e.com/${p}) and https://e.com/${p} and <https://e.com/${p}>`, 30))
+      .toBe(`label (https://e.com/${p}) and https://e.com/${p} and https://e.com/${p}`);
+    expect(markdownToTelegramHtml('https://e.com/short')).toBe('<a href="https://e.com/short">https://e.com/short</a>');
+  });
+
+  it('renderOutbound: half the message limit is the longest URL kept as a link (34 characters fit in 68, not in 66)', () => {
+    const md = `[label](https://e.com/${'p'.repeat(20)})`;
+    expect(renderOutbound({ text: md }, 66)).toEqual([`label (https://e.com/${'p'.repeat(20)})`]);
+    expect(renderOutbound({ text: md }, 68)).toEqual([`<a href="https://e.com/${'p'.repeat(20)}">label</a>`]);
+  });
+});
+
 describe('splitHtml / renderOutbound', () => {
   it('leaves a short message whole and puts the notice first', () => {
     expect(renderOutbound({ text: 'the answer', notice: 'New session started.' })).toEqual(['New session started.\n\nthe answer']);

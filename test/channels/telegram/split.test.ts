@@ -49,7 +49,27 @@ describe('splitHtml: spans', () => {
   });
 });
 
+describe('splitHtml: code and escapes', () => {
+  it('inline code may end a message after a space; a pre block only at a line end, else between characters', () => {
+    expect(splitHtml('<code>aaa bb cc</code>', 5)).toEqual(['<code>aaa </code>', '<code>bb cc</code>']);
+    expect(splitHtml('<pre>aaa bb cc</pre>', 5)).toEqual(['<pre>aaa b</pre>', '<pre>b cc</pre>']);
+  });
+
+  it('a pre block too long for one message starts a message of its own, then is cut at line ends', () => {
+    expect(splitHtml('aa bb cc\n\n<pre>line0\nline1\nline2\nline3\nline4\nline5</pre>', 20))
+      .toEqual(['aa bb cc', '<pre>line0\nline1\nline2</pre>', '<pre>line3\nline4\nline5</pre>']);
+  });
+
+  it('an & < > with a combining mark is escaped again', () => {
+    expect(splitHtml('a &amp;\u0301 b &lt;\u0301')).toEqual(['a &amp;\u0301 b &lt;\u0301']);
+  });
+});
+
 describe('htmlToPlainText', () => {
+  it('the last code point is a character; one past it is nothing', () => {
+    expect(htmlToPlainText('&#x10ffff;|&#1114111;|&#x110000;')).toBe('\u{10FFFF}|\u{10FFFF}|');
+  });
+
   it('drops tags and decodes the entities Telegram knows, named and numeric', () => {
     expect(htmlToPlainText('&lt;&gt;&amp;&quot;&#65;&#x42;&#X43;<b>t</b>')).toBe('<>&"ABCt');
   });
