@@ -51,6 +51,8 @@ import { openClusterMode, type ClusterMode } from './cluster/cluster-mode.ts';
 import { PgTranscriptStore } from './cluster/pg-transcript-store.ts';
 import { PgGroupContext } from './cluster/pg-group-context.ts';
 import { PgLedgerSink } from './cluster/pg-ledger-sink.ts';
+import { PgChannelWatermarks } from './cluster/channel-watermarks.ts';
+import { PgChannelLeases } from './cluster/leader-lease.ts';
 
 /** Where transcripts live: JSONL files per agent on one machine, the shared database in a cluster. */
 export type Transcripts = AgentTranscriptStores | PgTranscriptStore;
@@ -190,7 +192,14 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   cluster?.onStopRequest((key) => gateway.lanes.stop(key));
   // Channels and the API submit through the inbound size limit (and token counts warmed off the hot path).
   const inbound = guardInbound(gateway.sink, { config, logger, adapterFor: (channel, accountId) => gateway.adapterFor(channel, accountId) });
-  const adapters = options.adapters ?? await createChannelAdapters(config, { clock, logger, stateDir: config.stateDir });
+  // Cluster mode: Telegram polling and Discord shards are held by one replica at a time (leases), and Discord
+  // chats keep a shared watermark for the back-fill after a takeover.
+  const channelLeases = cluster ? new PgChannelLeases({ uri: config.store, leaseMs: config.cluster.laneLeaseMs, pollMs: config.cluster.pollMs, logger }) : undefined;
+  const watermarks = cluster ? new PgChannelWatermarks(cluster.pool) : undefined;
+  const adapters = options.adapters ?? await createChannelAdapters(config, {
+    clock, logger, stateDir: config.stateDir,
+    ...(channelLeases && watermarks ? { cluster: { leases: channelLeases, watermarks } } : {}),
+  });
   for (const adapter of adapters) gateway.addAdapter(adapter);
 
   const ledgerStore = cluster ? new PgLedgerSink({ pool: cluster.pool, logger, replicaId: cluster.replicaId, startedAt }) : undefined;
@@ -338,6 +347,8 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
       cluster?.queue.close();
       await gateway.close(config.gateway.shutdownGraceMs);
       await supervisor.stop();
+      await channelLeases?.close();
+      await watermarks?.flush().catch(() => undefined);
       await mcp.stop();
       live.close();
       if (server) {
