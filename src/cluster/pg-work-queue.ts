@@ -60,6 +60,20 @@ WITH d AS (
 SELECT seq, pg_notify('sb_ready', $2) FROM i`;
 
 /**
+ * Sessions with queued work whose lock nobody holds, oldest first. Sessions that live replicas are running are
+ * left out here (an advisory lock on a bigint key shows in pg_locks as its two 32-bit halves), so a busy
+ * cluster's oldest sessions cannot hide a dead replica's from the scan.
+ */
+const WAITING_UNLOCKED = `
+WITH held AS (
+  SELECT (classid::bigint << 32) | objid::bigint AS h FROM pg_locks
+  WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+)
+SELECT session_key FROM sb_lane WHERE next_seq > done_seq
+  AND hashtextextended(session_key, 0) NOT IN (SELECT h FROM held)
+ORDER BY ready_at LIMIT 64`;
+
+/**
  * The cluster's work queue on PostgreSQL (SPEC §13): intake commits the message with a per-session sequence
  * before the platform is acknowledged; any replica claims a session with queued work by taking its lock and
  * runs its messages in sequence order; a finished message moves the session's `done_seq` through the lock's
@@ -216,7 +230,7 @@ export class PgWorkQueue implements SharedQueue {
     this.scanning = true;
     try {
       const { rows } = await this.options.pool.query<{ session_key: string }>(
-        'SELECT session_key FROM sb_lane WHERE next_seq > done_seq ORDER BY ready_at LIMIT 64',
+        WAITING_UNLOCKED,
       );
       for (const { session_key: key } of rows) {
         if (this.working.size >= this.options.maxClaims) break;

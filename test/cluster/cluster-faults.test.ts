@@ -126,6 +126,30 @@ describePg('cluster mode under faults', () => {
     expect(log[0]).toMatchObject({ replica: a.name, chatId: '5', text: 'echo: no bell rang' });
   }, 30_000);
 
+  it('sessions other replicas are running do not hide one nobody runs from the scan', async () => {
+    const pending = (key: string, id: string, chat: string, agoSeconds: number) => db.pool.query(`
+      WITH l AS (INSERT INTO sb_lane (session_key, next_seq, ready_at) VALUES ($1, 1, now() - make_interval(secs => $4)) RETURNING next_seq)
+      INSERT INTO sb_inbox (session_key, seq, delivery_key, message, correlation_id) SELECT $1, next_seq, $2, $3, 'c' FROM l`,
+    [key, `telegram:default:${id}`, JSON.stringify({
+      id, channel: 'telegram', accountId: 'default', chatType: 'direct', chatId: chat, peerId: chat,
+      sender: { id: chat, name: chat }, text: `text of ${id}`, attachments: [], mentionsBot: false, receivedAt: Date.now(),
+    }), agoSeconds]);
+    // 80 sessions with older work, all held by another (live) replica: one connection holding their locks.
+    const busy = Array.from({ length: 80 }, (_, i) => `agent:main:direct:busy${i}`);
+    for (const [i, key] of busy.entries()) await pending(key, `busy-${i}`, `busy${i}`, 600 - i);
+    const other = await db.pool.connect();
+    try {
+      await other.query('SELECT pg_advisory_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k', [busy]);
+      await pending('agent:main:direct:5', 'free', '5', 1);
+      await replica();
+      await until(() => log.some((l) => l.chatId === '5'), 'the free session to be answered');
+      expect(log.filter((l) => l.chatId.startsWith('busy'))).toEqual([]);
+    } finally {
+      await other.query('SELECT pg_advisory_unlock_all()');
+      other.release();
+    }
+  }, 30_000);
+
   it('100 concurrent copies of one delivery, half to each replica: one accepted', async () => {
     const a = await replica();
     const b = await replica();
