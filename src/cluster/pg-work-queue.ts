@@ -234,7 +234,8 @@ export class PgWorkQueue implements SharedQueue {
       );
       for (const { session_key: key } of rows) {
         if (this.working.size >= this.options.maxClaims) break;
-        await this.claim(key);
+        // Not awaited: a claim runs its session's whole queue; the slots fill side by side.
+        void this.claim(key);
       }
     } catch (error) {
       this.options.logger.warn({ err: error }, 'could not look for queued work; trying again');
