@@ -9,6 +9,8 @@ import { readStateOwner, StateLock } from '../core/state-lock.ts';
 import { dmScopeWarning } from '../routing/dm-scope-warning.ts';
 import { withPairingAdmin } from './pairing.ts';
 import { probeMcpServers } from '../tools/mcp/mcp-probe.ts';
+import { probeClusterDatabase } from '../cluster/cluster-probe.ts';
+import { isClusterStore } from '../cluster/pg-database.ts';
 
 /** One line of `switchboard doctor`: `ok`, `warn` or `FAIL`, what was checked, and what to do. */
 export interface Check {
@@ -158,6 +160,7 @@ export async function runDoctor(config: ResolvedConfig, out: NodeJS.WritableStre
     probeMcpServers(config),
   ]);
   checks.push(port, ...providers, ...channels);
+  if (isClusterStore(config.store)) checks.push({ name: 'cluster database', ...(await probeClusterDatabase(config.store)) });
   for (const server of mcp) {
     checks.push(server.state === 'ready'
       ? { name: `mcp ${server.name}`, ok: true, detail: `${server.transport} server ready with ${server.tools} tool${server.tools === 1 ? '' : 's'}` }
