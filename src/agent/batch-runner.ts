@@ -14,7 +14,7 @@ import type { ToolOutcome } from '../tools/tool.ts';
 import { ContextOverflowError } from './compaction.ts';
 import type { ContextEngine } from './context-engine.ts';
 import { batchLimitText, interruptedResult, isBackgroundKind, runBudgetReached, sourceIdOf } from './runs.ts';
-import type { TurnEvents, TurnScope } from './turn-events.ts';
+import { scopedEvent, type TurnEvents, type TurnScope } from './turn-events.ts';
 import { userContent } from './user-content.ts';
 import type { TurnInput } from './runtime.ts';
 
@@ -114,7 +114,8 @@ export class BatchRunner {
       let response: ProviderResponse;
       try {
         response = await this.deps.contextEngine.complete(session, {
-          ...input, usage: scope.usage, state: scope.state, logger: scope.logger, tools, turnStartedAt, turnState, ephemeral: message.ephemeral,
+          correlationId, signal, onDelta: input.onDelta, message, usage: scope.usage, state: scope.state, logger: scope.logger, tools, turnStartedAt, turnState,
+          ephemeral: message.ephemeral,
         });
       } catch (error) {
         if (error instanceof BudgetExceededError) return this.refused(session, error.message, checkpoint, background, scope, iteration);
@@ -150,7 +151,7 @@ export class BatchRunner {
         checkpoint.toolCalls = (checkpoint.toolCalls ?? 0) + 1;
         // Ordered and coalesced per key; the transcript already holds the result, and the batch's end awaits it.
         void this.deps.persist(entry, scope.logger);
-        this.deps.events.emit('onToolCall', { ...scope.scope(), name: call.name, ok: outcome.outcome === 'ok', outcome: outcome.outcome, ...(outcome.cutChars ? { cutChars: outcome.cutChars } : {}), durationMs: this.deps.clock.now() - t0, at: this.deps.clock.now() });
+        this.deps.events.emit('onToolCall', scopedEvent(scope.scope(), { name: call.name, ok: outcome.outcome === 'ok', outcome: outcome.outcome, ...(outcome.cutChars ? { cutChars: outcome.cutChars } : {}), durationMs: this.deps.clock.now() - t0, at: this.deps.clock.now() }));
         if (signal.aborted) throw new TurnAbortedError();
       }
     }
@@ -171,7 +172,7 @@ export class BatchRunner {
         await this.deps.appendEntries(session, missing.map((c) => ({
           type: 'message' as const, id: randomUUID(), role: 'tool' as const, content: interruptedResult(c.name), toolCallId: c.id, at: this.iso(), correlationId: input.correlationId,
         })));
-        for (const c of missing) this.deps.events.emit('onToolCall', { ...scope.scope(), name: c.name, ok: false, outcome: 'interrupted', durationMs: 0, at: this.deps.clock.now() });
+        for (const c of missing) this.deps.events.emit('onToolCall', scopedEvent(scope.scope(), { name: c.name, ok: false, outcome: 'interrupted', durationMs: 0, at: this.deps.clock.now() }));
         scope.logger.warn({ calls: missing.map((c) => c.name) }, 'tool calls interrupted by a stop or crash got an "interrupted" result');
         return;
       }
@@ -181,14 +182,14 @@ export class BatchRunner {
   /** A budget stopped the batch: the user is told which, and the run is `budget-limited`. */
   private refused(session: ActiveSession, text: string, checkpoint: RunCheckpoint, background: boolean, scope: BatchScope, iterations: number): BatchResult {
     session.entry.runState = 'budget-limited';
-    this.deps.events.emit('onBatchEnd', { ...scope.scope(), background, outcome: 'budget-limited', batch: checkpoint.batch, iterations, at: this.deps.clock.now() });
+    this.deps.events.emit('onBatchEnd', scopedEvent(scope.scope(), { background, outcome: 'budget-limited', batch: checkpoint.batch, iterations, at: this.deps.clock.now() }));
     return { text, outcome: 'replied' };
   }
 
   private finish(session: ActiveSession, text: string, checkpoint: RunCheckpoint, background: boolean, scope: BatchScope, iterations: number): BatchResult {
     const entry = session.entry;
     entry.runState = entry.goal ? 'completed' : 'idle';
-    this.deps.events.emit('onBatchEnd', { ...scope.scope(), background, outcome: 'completed', batch: checkpoint.batch, iterations, at: this.deps.clock.now() });
+    this.deps.events.emit('onBatchEnd', scopedEvent(scope.scope(), { background, outcome: 'completed', batch: checkpoint.batch, iterations, at: this.deps.clock.now() }));
     return { text, outcome: 'replied' };
   }
 
@@ -197,7 +198,7 @@ export class BatchRunner {
     const limits = this.deps.config.backgroundExecution;
     const goalRun = limits.enabled && Boolean(entry.goal) && !message.ephemeral;
     const emit = (outcome: 'continuing' | 'budget-limited') =>
-      this.deps.events.emit('onBatchEnd', { ...scope.scope(), background, outcome, batch: checkpoint.batch, iterations: max, at: this.deps.clock.now() });
+      this.deps.events.emit('onBatchEnd', scopedEvent(scope.scope(), { background, outcome, batch: checkpoint.batch, iterations: max, at: this.deps.clock.now() }));
     if (goalRun && checkpoint.batch >= limits.maxBatchesPerGoal) {
       entry.runState = 'budget-limited';
       emit('budget-limited');
@@ -218,6 +219,20 @@ export class BatchRunner {
   private iso(): string {
     return new Date(this.deps.clock.now()).toISOString();
   }
+}
+
+/** Every key of `T`, optional ones too (their values may be undefined): an object written out field by field misses none. */
+type EveryField<T> = { [K in keyof Required<T>]: T[K] };
+
+/**
+ * The input of a batch: the turn's, with the text it runs on (a reset trigger's rest) and the run state before
+ * it. Written out rather than `{ ...input, priorRunState }` (see scopedEvent in turn-events.ts).
+ */
+export function batchInputOf(input: TurnInput, text: string, priorRunState: SessionEntry['runState']): TurnInput {
+  return {
+    message: { ...input.message, text }, sessionKey: input.sessionKey, correlationId: input.correlationId, signal: input.signal, onDelta: input.onDelta,
+    groupContext: input.groupContext, logger: input.logger, clientSignal: input.clientSignal, lendSlot: input.lendSlot, replayed: input.replayed, priorRunState,
+  } satisfies EveryField<TurnInput>;
 }
 
 /** Where a replayed delivery stands in the transcript: its user entry, and its final answer if one was written. */

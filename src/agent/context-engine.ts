@@ -147,9 +147,9 @@ export class ContextEngine {
     const bootstrap = await this.bootstrap.load(agent.workspace, this.limits);
     const base = {
       agent, entry, model, tools, now: options.now ?? this.deps.clock.now(), bootstrap, bootstrapLimits: this.limits,
-      timezone: this.deps.timezoneOf(entry), contextWindow,
+      timezone: this.deps.timezoneOf(entry), contextWindow, history,
     };
-    let context = buildContext({ ...base, history });
+    let context = buildContext(base);
     let pruned: PruneStats = { trimmed: 0, cleared: 0 };
     const pruning = this.settings.contextPruning;
     if (pruning.mode !== 'off') {

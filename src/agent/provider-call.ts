@@ -8,7 +8,7 @@ import type { SessionEntry } from '../sessions/entry.ts';
 import type { ActiveSession } from '../sessions/manager.ts';
 import type { BuiltContext } from './context.ts';
 import { countTokens } from './tokens.ts';
-import { addUsage, zeroUsage, type LlmCallKind, type TurnEvents } from './turn-events.ts';
+import { addUsage, scopedEvent, zeroUsage, type LlmCallEvent, type LlmCallKind, type TurnEvents, type TurnScope } from './turn-events.ts';
 
 /** What an accounted call needs. */
 export interface ProviderCallerDeps {
@@ -46,10 +46,8 @@ export class ProviderCaller {
     const entry = session.entry;
     const t0 = this.deps.clock.now();
     const parentCorrelationId = input.message.internal?.parentCorrelationId;
-    const scope = {
-      correlationId: input.correlationId, sessionKey: session.key, sessionId: entry.sessionId, channel: input.message.channel, agentId: entry.agentId,
-      ...(parentCorrelationId ? { parentCorrelationId } : {}),
-    };
+    const scope: TurnScope = { correlationId: input.correlationId, sessionKey: session.key, sessionId: entry.sessionId, channel: input.message.channel, agentId: entry.agentId };
+    if (parentCorrelationId) scope.parentCorrelationId = parentCorrelationId;
     this.checkSessionBudget(entry, context.tokens + provider.maxTokens, input, logger);
     let response: ProviderResponse;
     try {
@@ -59,7 +57,10 @@ export class ProviderCaller {
       );
     } catch (error) {
       const code = error instanceof ProviderError ? error.code : 'PROVIDER_FAILED';
-      this.deps.events.emit('onLlmCall', { ...scope, kind, providerId: provider.id, modelId: model, usage: zeroUsage(), isEstimated: false, estimatedInputTokensByComponent: context.components, retries: (error as { retries?: number }).retries ?? 0, durationMs: this.deps.clock.now() - t0, error: code, at: this.deps.clock.now() });
+      this.deps.events.emit('onLlmCall', scopedEvent(scope, {
+        kind, providerId: provider.id, modelId: model, usage: zeroUsage(), isEstimated: false, estimatedInputTokensByComponent: context.components,
+        retries: (error as { retries?: number }).retries ?? 0, durationMs: this.deps.clock.now() - t0, error: code, at: this.deps.clock.now(),
+      }));
       if (!isAbortError(error)) logger.warn({ err: error, providerId: provider.id, model }, 'LLM call failed');
       throw error;
     }
@@ -83,8 +84,12 @@ export class ProviderCaller {
       input: current.input + callUsage.inputTokens, output: current.output + callUsage.outputTokens,
       cacheRead: current.cacheRead + callUsage.cacheReadTokens, cacheWrite: current.cacheWrite + callUsage.cacheWriteTokens,
     };
-    this.deps.events.emit('onLlmCall', { ...scope, kind, providerId: provider.id, modelId: response.model || model, usage: callUsage, isEstimated: estimated, estimatedInputTokensByComponent: context.components, retries: response.retries, durationMs: this.deps.clock.now() - t0,
-      ...(response.toolCalls.length ? { toolCalls: response.toolCalls.map((c) => c.name) } : {}), at: this.deps.clock.now() });
+    const event = scopedEvent(scope, {
+      kind, providerId: provider.id, modelId: response.model || model, usage: callUsage, isEstimated: estimated, estimatedInputTokensByComponent: context.components,
+      retries: response.retries, durationMs: this.deps.clock.now() - t0, at: this.deps.clock.now(),
+    }) as LlmCallEvent;
+    if (response.toolCalls.length) event.toolCalls = response.toolCalls.map((c) => c.name);
+    this.deps.events.emit('onLlmCall', event);
     return response;
   }
 

@@ -13,7 +13,7 @@ import { evaluateReset, resolveResetPolicy, type ResetPolicy, type ResetReason }
 import type { TranscriptEntry, TranscriptStore } from '../sessions/transcript.ts';
 import type { ToolPolicy } from '../config/schema.ts';
 import { ToolRegistry } from '../tools/registry.ts';
-import { BatchRunner } from './batch-runner.ts';
+import { batchInputOf, BatchRunner } from './batch-runner.ts';
 import { registerBuiltinCommands } from './builtin-commands.ts';
 import { describeResetPolicy, hostZone, resetNotice } from './reset-text.ts';
 import { CommandRegistry, matchResetTrigger, type CommandServices } from './commands.ts';
@@ -24,7 +24,7 @@ import { ProviderCaller } from './provider-call.ts';
 import { ephemeralSessionOf, sessionInitOf } from './session-init.ts';
 import { isBackgroundKind, pauseGoalRun } from './runs.ts';
 import { toolSchemaTokens } from './tokens.ts';
-import { TurnEvents, zeroUsage, type TurnScope } from './turn-events.ts';
+import { scopedEvent, TurnEvents, zeroUsage, type TurnScope } from './turn-events.ts';
 
 /** A message kept from a group chat without a run, given to the next run as context. */
 export interface GroupContextItem {
@@ -163,10 +163,11 @@ export class AgentRuntime {
     const session = message.ephemeral ? this.ephemeralSession(this.initOf(message, input.sessionKey)) : await this.options.sessions.acquire(this.initOf(message, input.sessionKey));
     const started = this.options.clock.now();
     const parentCorrelationId = message.internal?.parentCorrelationId;
-    const scope = (): TurnScope => ({
-      correlationId, sessionKey: session.key, sessionId: session.entry.sessionId, channel: message.channel, agentId: session.entry.agentId,
-      ...(parentCorrelationId ? { parentCorrelationId } : {}),
-    });
+    const scope = (): TurnScope => {
+      const fields: TurnScope = { correlationId, sessionKey: session.key, sessionId: session.entry.sessionId, channel: message.channel, agentId: session.entry.agentId };
+      if (parentCorrelationId) fields.parentCorrelationId = parentCorrelationId;
+      return fields;
+    };
     const usage = zeroUsage();
     const state = { estimated: false, model: undefined as string | undefined };
     let outcome: TurnResult['outcome'] = 'failed';
@@ -174,11 +175,15 @@ export class AgentRuntime {
     const detached = this.options.config.backgroundExecution.enabled && Boolean(session.entry.goal);
     const signal = input.clientSignal && !detached ? AbortSignal.any([input.signal, input.clientSignal]) : input.signal;
     const turnInput: TurnInput = { ...input, signal };
-    this.events.emit('onTurnStart', { ...scope(), at: started });
+    this.events.emit('onTurnStart', scopedEvent(scope(), { at: started }));
     try {
       const result = await this.turn(session, turnInput, logger, usage, state, scope);
       outcome = result.outcome;
-      return { ...result, sessionKey: session.key, sessionId: session.entry.sessionId, correlationId, usage, usageEstimated: state.estimated, model: state.model };
+      const turnResult: TurnResult = {
+        replies: result.replies, outcome: result.outcome, sessionKey: session.key, sessionId: session.entry.sessionId, correlationId, usage, usageEstimated: state.estimated, model: state.model,
+      };
+      if (result.continuation) turnResult.continuation = result.continuation;
+      return turnResult;
     } catch (error) {
       if (isAbortError(error) || signal.aborted) {
         outcome = 'stopped';
@@ -188,7 +193,7 @@ export class AgentRuntime {
     } finally {
       await this.settleRunState(session, message, signal, outcome, logger, scope);
       if (!message.ephemeral) this.options.sessions.release(session);
-      this.events.emit('onTurnEnd', { ...scope(), outcome, usage, durationMs: this.options.clock.now() - started, at: this.options.clock.now() });
+      this.events.emit('onTurnEnd', scopedEvent(scope(), { outcome, usage, durationMs: this.options.clock.now() - started, at: this.options.clock.now() }));
     }
   }
 
@@ -208,7 +213,7 @@ export class AgentRuntime {
       entry.runState = 'idle';
     }
     if (outcome === 'stopped' || outcome === 'failed') {
-      this.events.emit('onBatchEnd', { ...scope(), background: isBackgroundKind(message.internal?.kind), outcome: outcome === 'stopped' ? 'stopped' : 'failed', batch: entry.checkpoint?.batch ?? 1, iterations: entry.checkpoint?.iteration ?? 0, at: this.options.clock.now() });
+      this.events.emit('onBatchEnd', scopedEvent(scope(), { background: isBackgroundKind(message.internal?.kind), outcome: outcome === 'stopped' ? 'stopped' : 'failed', batch: entry.checkpoint?.batch ?? 1, iterations: entry.checkpoint?.iteration ?? 0, at: this.options.clock.now() }));
     }
     if (!message.ephemeral) await this.persist(entry, logger);
   }
@@ -319,7 +324,7 @@ export class AgentRuntime {
       await this.persist(entry, logger);
       await this.options.transcripts.create(entry.sessionId, entry.key, new Date(now));
     }
-    const result = await this.batches.run(session, { ...input, message: { ...message, text }, priorRunState }, { usage, state, logger, scope });
+    const result = await this.batches.run(session, batchInputOf(input, text, priorRunState), { usage, state, logger, scope });
     await this.finishEntry(session, input, this.options.clock.now(), true);
     if (result.outcome === 'skipped') return { outcome: 'skipped', replies: [] };
     return { outcome: 'replied', replies: result.text ? [reply(result.text, 'reply', notice)] : [], ...(result.continuation ? { continuation: result.continuation } : {}) };
