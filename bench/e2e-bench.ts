@@ -1,4 +1,5 @@
 import { appendFile, mkdir, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { loadConfig } from '../src/config/load.ts';
@@ -14,6 +15,8 @@ export interface E2eSide {
   p99Ms: number;
   /** Mean bytes of a request body the fake LLM received. */
   requestBytes: number;
+  /** CPU time of this process per message (the fake LLM runs in its own): steadier than msg/s on a shared machine. */
+  cpuUsPerMessage: number;
 }
 
 /** One concurrency level: gateway vs floor. */
@@ -25,6 +28,10 @@ export interface E2eLevel {
   gateway: E2eSide;
   /** Median over the rounds of gateway throughput / floor throughput of the same round. */
   throughputRatio: number;
+  /** Median over the rounds of floor CPU per message / gateway CPU per message of the same round. */
+  cpuRatio: number;
+  /** Load average (1 min) at the start and the end of the level. */
+  loadAverage: [number, number];
   /** gateway p99 − floor p99 (ms, medians). */
   addedP99Ms: number;
   addedP50Ms: number;
@@ -45,9 +52,10 @@ export interface RequestShape {
 const TURNS_PER_SESSION = 10;
 const SYSTEM = 'You are a helpful assistant reached through a chat gateway.';
 
-async function closedLoop(concurrency: number, total: number, send: (worker: number, i: number) => Promise<void>): Promise<{ seconds: number; latencies: number[] }> {
+async function closedLoop(concurrency: number, total: number, send: (worker: number, i: number) => Promise<void>): Promise<{ seconds: number; latencies: number[]; cpuUs: number }> {
   const latencies: number[] = [];
   const perWorker = Math.ceil(total / concurrency);
+  const cpu = process.cpuUsage();
   const t0 = nowMs();
   await Promise.all(Array.from({ length: concurrency }, async (_, w) => {
     for (let i = 0; i < perWorker; i++) {
@@ -56,7 +64,9 @@ async function closedLoop(concurrency: number, total: number, send: (worker: num
       latencies.push(nowMs() - start);
     }
   }));
-  return { seconds: (nowMs() - t0) / 1000, latencies };
+  const seconds = (nowMs() - t0) / 1000;
+  const used = process.cpuUsage(cpu);
+  return { seconds, latencies, cpuUs: (used.user + used.system) / latencies.length };
 }
 
 /**
@@ -159,6 +169,7 @@ export async function runE2eBench(options: { baseURL: string; dir: string; concu
   const levels: E2eLevel[] = [];
   for (const concurrency of options.concurrencies) {
     const total = options.messages(concurrency);
+    const loadStart = os.loadavg()[0] as number;
     let shape: RequestShape | undefined;
     await gatewayRun(options.baseURL, path.join(options.dir, `warm-gw-${concurrency}`), concurrency, Math.min(total, 200), 'warm', (s) => { shape = s; });
     if (!shape) throw new Error('no request shape');
@@ -175,7 +186,7 @@ export async function runE2eBench(options: { baseURL: string; dir: string; concu
       const bytes = await requestBytes(options.baseURL);
       (side === 'floor' ? floors : gateways).push({
         raw: run.latencies.length / run.seconds, messagesPerSecond: round(run.latencies.length / run.seconds, 0),
-        p50Ms: percentile(run.latencies, 50), p99Ms: percentile(run.latencies, 99), requestBytes: bytes,
+        p50Ms: percentile(run.latencies, 50), p99Ms: percentile(run.latencies, 99), requestBytes: bytes, cpuUsPerMessage: run.cpuUs,
       });
       await rm(dir, { recursive: true, force: true });
     };
@@ -186,12 +197,15 @@ export async function runE2eBench(options: { baseURL: string; dir: string; concu
     const side = (runs: (E2eSide & { raw: number })[]): E2eSide => ({
       messagesPerSecond: round(median(runs.map((x) => x.raw)), 0), p50Ms: round(median(runs.map((x) => x.p50Ms)), 3),
       p99Ms: round(median(runs.map((x) => x.p99Ms)), 3), requestBytes: round(median(runs.map((x) => x.requestBytes)), 0),
+      cpuUsPerMessage: round(median(runs.map((x) => x.cpuUsPerMessage)), 0),
     });
     const floor = side(floors);
     const gateway = side(gateways);
     levels.push({
       concurrency, messages: total, rounds: options.rounds, floor, gateway,
       throughputRatio: round(median(gateways.map((g, i) => g.raw / (floors[i] as { raw: number }).raw)), 3),
+      cpuRatio: round(median(gateways.map((g, i) => (floors[i] as E2eSide).cpuUsPerMessage / g.cpuUsPerMessage)), 3),
+      loadAverage: [round(loadStart, 2), round(os.loadavg()[0] as number, 2)],
       addedP99Ms: round(gateway.p99Ms - floor.p99Ms, 3),
       addedP50Ms: round(gateway.p50Ms - floor.p50Ms, 3),
     });

@@ -1,6 +1,7 @@
 // `npm run bench`: measures the gateway against the floor of this machine, each figure beside a baseline
 // measured in the same run. Prints a table and writes bench/results/latest.json. Asserts nothing.
 //   BENCH_QUICK=1         smaller sizes (a quick look, not the reported figures)
+//   BENCH_SESSIONS=16     only these end-to-end levels (default 1,16,256)
 //   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, store, startup, ledger, memory, context)
 // Memory runs first, while the process heap holds nothing else.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -16,6 +17,8 @@ import { runToolBench } from './tool-bench.ts';
 import { runMcpBench } from './mcp-bench.ts';
 
 const quick = process.env.BENCH_QUICK === '1';
+/** BENCH_SESSIONS=16 (or 1,16): only some of the end-to-end levels. */
+const sessionLevels = (process.env.BENCH_SESSIONS ?? '1,16,256').split(',').map(Number);
 const only = new Set((process.env.BENCH_ONLY ?? 'e2e,tools,mcp,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
 const root = path.resolve(import.meta.dirname, '..');
 const work = path.join(os.tmpdir(), `switchboard-bench-${process.pid}`);
@@ -41,7 +44,7 @@ async function main(): Promise<void> {
       const llm = await startFakeLlmProcess();
       try {
         const e2e = await runE2eBench({
-          baseURL: llm.baseURL, dir: path.join(work, 'e2e'), concurrencies: [1, 16, 256],
+          baseURL: llm.baseURL, dir: path.join(work, 'e2e'), concurrencies: sessionLevels,
           messages: (c) => (quick ? Math.max(300, c * 4) : Math.max(3000, c * 20)), rounds: quick ? 3 : 5,
         });
         results.e2e = e2e;
@@ -49,6 +52,7 @@ async function main(): Promise<void> {
           sessions: l.concurrency, messages: l.messages, rounds: l.rounds, 'floor msg/s': l.floor.messagesPerSecond, 'gateway msg/s': l.gateway.messagesPerSecond,
           'gateway/floor': l.throughputRatio, 'floor p50 ms': l.floor.p50Ms, 'gw p50 ms': l.gateway.p50Ms, 'floor p99 ms': l.floor.p99Ms, 'gw p99 ms': l.gateway.p99Ms, 'added p99 ms': l.addedP99Ms,
           'floor req B': l.floor.requestBytes, 'gw req B': l.gateway.requestBytes,
+          'floor CPU µs': l.floor.cpuUsPerMessage, 'gw CPU µs': l.gateway.cpuUsPerMessage, 'floor/gw CPU': l.cpuRatio, 'load avg': l.loadAverage.join(' → '),
         })));
       } finally {
         await llm.stop();
