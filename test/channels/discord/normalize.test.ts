@@ -107,3 +107,69 @@ describe('cleanText', () => {
     expect(clean(`<@${BOT}> fix this:\n\`\`\`py\ndef f():\n    return  1\n\`\`\``)).toBe('fix this:\n```py\ndef f():\n    return  1\n```');
   });
 });
+
+describe('normalizeDiscordMessage: places, mentions, replies and files', () => {
+  it('a text channel in a category (it has a parent) is not a thread; a thread without a known parent is a channel of its own', () => {
+    const inCategory = message({ parentId: '8000000000000000001' });
+    expect(inCategory).toMatchObject({ chatType: 'channel', groupId: '5000000000000000001' });
+    expect(inCategory.threadId).toBeUndefined();
+    const orphan = message({ channelType: ChannelType.PublicThread, channelId: '6000000000000000001', parentId: null });
+    expect(orphan).toMatchObject({ chatType: 'channel', groupId: '6000000000000000001' });
+    expect(orphan.threadId).toBeUndefined();
+  });
+
+  it('forums, categories and other guild places are not chats', () => {
+    for (const channelType of [ChannelType.GuildForum, ChannelType.GuildCategory, ChannelType.GuildDirectory]) {
+      const r = normalizeDiscordMessage(facts({ channelType }), bot);
+      expect(r).toEqual({ kind: 'ignored', reason: `unsupported channel type ${channelType}` });
+    }
+  });
+
+  it('the bot is addressed when Discord lists it or its role as mentioned, also without the tag in the text', () => {
+    expect(message({ content: 'replying', mentionedUsers: [{ id: BOT, name: 'switchboard' }] }).mentionsBot).toBe(true);
+    expect(message({ content: 'team', mentionedRoleIds: [ROLE] }).mentionsBot).toBe(true);
+    expect(message({ content: `<@&${ROLE}> status` }).mentionsBot).toBe(true);
+    expect(message({ content: 'others', mentionedUsers: [{ id: '2000000000000000003', name: 'Bob' }], mentionedRoleIds: ['7000000000000000999'] }).mentionsBot).toBe(false);
+  });
+
+  it('a reply to a person is not from the bot; a reply without the text of the message has no text', () => {
+    expect(message({ content: 'to a person', reference: { messageId: '1', authorId: '2000000000000000003' } }).replyTo).toStrictEqual({ id: '1', fromBot: false });
+  });
+
+  it('attachment types by content type; no size, no size field', () => {
+    const m = message({
+      content: '',
+      attachments: [
+        { id: '1', url: 'https://cdn.example/v.mp4', contentType: 'video/mp4', size: null },
+        { id: '2', url: 'https://cdn.example/a.ogg', contentType: 'audio/ogg' },
+        { id: '3', url: '', name: 'doc.pdf', contentType: 'application/pdf', size: 3 },
+      ],
+    });
+    expect(m.attachments).toStrictEqual([
+      { type: 'video', fileId: 'https://cdn.example/v.mp4', mimeType: 'video/mp4' },
+      { type: 'audio', fileId: 'https://cdn.example/a.ogg', mimeType: 'audio/ogg' },
+      { type: 'file', fileId: '3', name: 'doc.pdf', mimeType: 'application/pdf', size: 3 },
+    ]);
+  });
+});
+
+describe('cleanText: more mentions', () => {
+  const clean = (text: string, users: { id: string; name: string }[] = []) => cleanText(text, { botUserId: BOT, botRoleIds: [ROLE] }, users);
+  const bob = [{ id: '2000000000000000003', name: 'Bob' }];
+
+  it('several leading mentions of the bot and its role go, with the comma after them', () => {
+    expect(clean(`<@${BOT}> <@&${ROLE}>, hi`)).toBe('hi');
+    expect(clean(`<@${BOT}>, hi`)).toBe('hi');
+  });
+
+  it('a leading mention of someone else keeps the prefix: only the bot mention goes', () => {
+    expect(clean(`<@2000000000000000003> <@${BOT}> hi`, bob)).toBe('@Bob hi');
+    expect(clean(`<@!2000000000000000003> look`, bob)).toBe('@Bob look');
+  });
+
+  it('a bot mention right after a word or a comma goes; a role is never shown as a person', () => {
+    expect(clean(`hey<@${BOT}> there`)).toBe('hey there');
+    expect(clean(`hey,<@${BOT}> there`)).toBe('hey, there');
+    expect(clean('ping <@&2000000000000000003>', bob)).toBe('ping <@&2000000000000000003>');
+  });
+});

@@ -30,3 +30,66 @@ describe('splitDiscordText: where messages end', () => {
     expect(splitDiscordText('')).toEqual([]);
   });
 });
+
+/** Markdown inside a paragraph as Discord reads it: what is kept whole, what is closed and reopened, what is only text. */
+describe('splitDiscordText: inline markdown at a cut', () => {
+  it.each([
+    ['a code span longer than a message is closed and reopened; its spaces stay inside', '`aaa bbb ccc`', 9, ['`aaa `', '`bbb ccc`']],
+    ['a code span that fits moves whole', 'xx yy `code here` zz', 14, ['xx yy', '`code here` zz']],
+    ['a backtick without a partner is text', 'a `not code b c d e f', 8, ['a `not', 'code b c', 'd e f']],
+    ['a double-backtick span holds a single backtick', 'x ``a ` b`` y z w', 10, ['x', '``a ` b``', 'y z w']],
+    ['a masked link that fits moves whole', 'see [the docs](https://e.x) now', 24, ['see', '[the docs](https://e.x)', 'now']],
+    ['a masked link too long becomes two links to the same URL', '[one two three four](https://e.x)', 30, ['[one two three](https://e.x)', '[four](https://e.x)']],
+    ['angle-bracket and parenthesised link targets', 'see [x y](<https://e.x/a>) and [z](https://e.x/(b)) more words', 30, ['see [x y](<https://e.x/a>) and', '[z](https://e.x/(b)) more', 'words']],
+    ['an autolink is one word', 'go <https://e.x/abc> now and then some more', 40, ['go <https://e.x/abc> now and then some', 'more']],
+    ['an autolink longer than half a message is written bare', 'go <https://e.x/abcdefghijklmnopq> now and then', 40, ['go https://e.x/abcdefghijklmnopq now and', 'then']],
+    ['mentions, channels, custom emoji and timestamps are kept whole', 'hi <@123456> and <#456789> and <:smile:789> <t:1700000000:R> ok', 16, ['hi <@123456> and', '<#456789> and', '<:smile:789>', '<t:1700000000:R>', 'ok']],
+    ['escaped stars are text, kept with their backslash', 'a \\*not\\* b c d e', 8, ['a', '\\*not\\*', 'b c d e']],
+    ['underscores and stars in a bare URL are not emphasis', 'see https://e.x/a_b_c*d* now ok', 12, ['see https://', 'e.x/a_b_c*d*', 'now ok']],
+    ['italics, underline, strike and spoilers that fit move whole', '_it is_ __und er__ ~~str ike~~ ||spo il||', 12, ['_it is_', '__und er__', '~~str ike~~', '||spo il||']],
+    ['bold italics are closed and reopened together', '***bold ital*** x', 10, ['***bold***', '***ital***', 'x']],
+    ['four stars are text', '****four**** y z', 8, ['****four', '**** y z']],
+    ['one tilde or one bar is text', '~one two~ three', 8, ['~one', 'two~', 'three']],
+    ['one bar is text', '|a b c d| e', 6, ['|a b c', 'd| e']],
+    ['two tildes strike', '~~one two~~ three', 9, ['~~one~~', '~~two~~', 'three']],
+    ['stars, underscores and bars around words', '*a b c d* e', 6, ['*a b*', '*c d*', 'e']],
+    ['double stars', '**a b c d** e', 7, ['**a b**', '**c d**', 'e']],
+    ['double underscores', '__a b c d__ e', 7, ['__a b__', '__c d__', 'e']],
+    ['spoiler bars', '||a b c d|| e', 7, ['||a b||', '||c d||', 'e']],
+    ['underscores inside words are text', 'a_b c d_e f g', 6, ['a_b c', 'd_e f', 'g']],
+    ['an underscore that opens inside a word is text', '_a b c_d e', 6, ['_a b', 'c_d e']],
+    ['an underscore after a word and before a space, and one before a word at the end, do not pair', 'word_ a b c _x', 6, ['word_', 'a b c', '_x']],
+    ['stars between spaces are text', '2 * 3 4 5 6 * 7', 6, ['2 * 3', '4 5 6', '* 7']],
+    ['emphasis around punctuation: open after a space, close before one', '_(x y z)_ w', 6, ['_(x y_', '_z)_ w']],
+    ['star emphasis around punctuation', '*(a b c)* d', 7, ['*(a b*', '*c)* d']],
+    ['an underscore between a letter and punctuation does not open', 'x_(y z)_ w', 6, ['x_(y', 'z)_ w']],
+    ['a star between a letter and punctuation does not open', 'a*(b c d)* e', 7, ['a*(b c', 'd)* e']],
+  ])('%s', (_name, text, limit, expected) => {
+    expect(splitDiscordText(text, limit)).toEqual(expected);
+  });
+});
+
+describe('splitDiscordText: lines, paragraphs and code blocks', () => {
+  it('a blank line is a better place to end a message than a later line break', () => {
+    expect(splitDiscordText('aaaaaa\n\nbb\ncc', 12)).toEqual(['aaaaaa', 'bb\ncc']);
+    expect(splitDiscordText('aaa\nbbb\nccc', 8)).toEqual(['aaa\nbbb', 'ccc']);
+  });
+
+  it('a lone CR is a line break too', () => {
+    expect(splitDiscordText('a\rb\rc', 3)).toEqual(['a\nb', 'c']);
+  });
+
+  it('a code block cut before an indented line keeps the indentation', () => {
+    expect(splitDiscordText('```\nfirst line\n    indented\n```', 20)).toEqual(['```\nfirst line\n```', '```\n    indented\n```']);
+  });
+
+  it('a ~~~ fence is reopened as ~~~ with its language; text around a block keeps its own messages', () => {
+    expect(splitDiscordText('~~~py\nline one\nline two\n~~~', 20)).toEqual(['~~~py\nline one\n~~~', '~~~py\nline two\n~~~']);
+    expect(splitDiscordText('intro\n```\ncode one\ncode two\n```\nafter', 16)).toEqual(['intro', '```\ncode one\n```', '```\ncode two\n```', 'after']);
+    expect(splitDiscordText('words here\n```\nabc\n```\n\nmore words', 12)).toEqual(['words here', '```\nabc\n```', 'more words']);
+  });
+
+  it('an opening line too long to repeat is sent once and the block reopened bare', () => {
+    expect(splitDiscordText(`\`\`\`${'x'.repeat(12)}\nline one\nline two\n\`\`\``, 24)).toEqual([`\`\`\`${'x'.repeat(12)}\n\`\`\``, '```\nline one\n```', '```\nline two\n```']);
+  });
+});
