@@ -109,11 +109,12 @@ export class GatewayMetrics {
 
   /** Counts one LLM call as it happens; `record` is its ledger record when it succeeded. */
   llmCall(event: LlmCallEvent, record: LedgerRecord | undefined): void {
+    // Label objects are written out: `{ ...model, kind }` costs microseconds per added key on Node 20 (see scopedEvent).
     const model = { provider: event.providerId, model: event.modelId };
-    this.llmCalls.inc({ ...model, kind: event.kind, channel: event.channel });
+    this.llmCalls.inc({ provider: event.providerId, model: event.modelId, kind: event.kind, channel: event.channel });
     this.llmDuration.observe(model, event.durationMs / 1000);
     if (event.retries) this.llmRetries.inc(model, event.retries);
-    if (event.error) this.llmErrors.inc({ ...model, code: event.error });
+    if (event.error) this.llmErrors.inc({ provider: event.providerId, model: event.modelId, code: event.error });
     if (record) this.addTokens(record);
   }
 
@@ -146,10 +147,9 @@ export class GatewayMetrics {
   }
 
   private addTokens(record: LedgerRecord): void {
-    const labels = { provider: record.providerId, model: record.modelId, kind: record.kind, channel: record.channel };
     for (const [type, field] of TOKEN_TYPES) {
       const n = record[field];
-      if (n > 0) this.tokens.inc({ ...labels, type }, n);
+      if (n > 0) this.tokens.inc({ provider: record.providerId, model: record.modelId, kind: record.kind, channel: record.channel, type }, n);
     }
   }
 }
