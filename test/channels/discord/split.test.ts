@@ -64,6 +64,11 @@ describe('splitDiscordText: inline markdown at a cut', () => {
     ['star emphasis around punctuation', '*(a b c)* d', 7, ['*(a b*', '*c)* d']],
     ['an underscore between a letter and punctuation does not open', 'x_(y z)_ w', 6, ['x_(y', 'z)_ w']],
     ['a star between a letter and punctuation does not open', 'a*(b c d)* e', 7, ['a*(b c', 'd)* e']],
+    ['escaped stars never pair into emphasis', 'a \\*b c d e\\* f', 6, ['a \\*b', 'c d', 'e\\* f']],
+    ['underscores that can only close do not pair with each other', 'a_ b c d_ e', 6, ['a_ b c', 'd_ e']],
+    ['emphasis does not cross a blank line, even one holding spaces', '*a\n  \nb* c d e', 5, ['*a', 'b* c', 'd e']],
+    ['a link URL of exactly half a message stays a link; one character more and it is text', '[a b c](https://e.x/a) d e f g', 26, ['[a b c](https://e.x/a) d e', 'f g']],
+    ['(the longer URL)', '[a b c](https://e.x/ab) d e f g', 26, ['a b c (https://e.x/ab) d e', 'f g']],
   ])('%s', (_name, text, limit, expected) => {
     expect(splitDiscordText(text, limit)).toEqual(expected);
   });
