@@ -1,0 +1,157 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram.ts';
+import { tempDir } from '../../helpers/gateway.ts';
+import { chaosReport, summaryLine, type ChaosReport, type Fault } from './chaos-report.ts';
+import { startRecordingLlm, type RecordingLlm } from './recording-llm.ts';
+import { ReplicaSet } from './replica-processes.ts';
+import { driveTelegram, messageText, type AckedUpdate } from './telegram-driver.ts';
+
+/** The size and pace of a chaos run. */
+export interface ChaosLoad {
+  chats: number;
+  messagesPerChat: number;
+  /** Fake LLM latency: uniform in [min, max] ms. */
+  llmMs: [number, number];
+  maxConcurrent: number;
+  laneLeaseMs: number;
+  pollMs: number;
+  /** Mean pause of a chat between its messages (ms); a third of the messages follow the previous one at once. */
+  meanThinkMs: number;
+  /** The driver's request timeout, after which it sends the update to another replica. */
+  webhookTimeoutMs: number;
+  /** How long the queue may take to drain after the last acknowledgement. */
+  drainMs: number;
+}
+
+/** The faults of a run, scheduled by the share of updates acknowledged so far. */
+export type ChaosScenario =
+  | { kind: 'kill'; first: { replica: string; at: number; restartAfterMs: number }; second: { replica: string; at: number } }
+  | { kind: 'freeze'; replica: string; at: number; forMs: number };
+
+/** A fresh database on the admin URI's server, dropped by `drop`. */
+async function freshDatabase(adminUri: string): Promise<{ uri: string; pool: pg.Pool; drop: () => Promise<void> }> {
+  const name = `sb_chaos_${randomBytes(6).toString('hex')}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: adminUri });
+    await client.connect();
+    try { await client.query(sql); } finally { await client.end(); }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUri);
+  url.pathname = `/${name}`;
+  const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
+  pool.on('error', () => undefined);
+  return { uri: url.toString(), pool, drop: async () => { await pool.end(); await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`); } };
+}
+
+/** Waits for `condition`, polling every `everyMs`, at most `boundMs`; false when it never held. */
+async function waitFor(condition: () => Promise<boolean>, boundMs: number, everyMs = 250): Promise<boolean> {
+  const deadline = Date.now() + boundMs;
+  for (;;) {
+    if (await condition().catch(() => false)) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Everything a run saw, for a closer look before it is cleaned up. */
+export interface ChaosRaw {
+  pool: pg.Pool;
+  telegram: FakeTelegram;
+  llm: RecordingLlm;
+  acked: AckedUpdate[];
+  faults: Fault[];
+  replicas: ReplicaSet;
+}
+
+/** The outcome of a run: the measures, the summary line, and what the driver saw. */
+export interface ChaosOutcome {
+  report: ChaosReport;
+  summary: string;
+  drained: boolean;
+  failures: Record<string, number>;
+  seconds: number;
+  /** Log lines of the replicas that mention errors (for a failing run's message). */
+  errorLines: string[];
+}
+
+/**
+ * One chaos run: 3 replica processes (own state folders, one fresh database), the recording LLM, the fake
+ * Telegram, the webhook driver; the scenario's faults; then the measures once the queue drained.
+ */
+export async function runChaos(name: string, adminUri: string, load: ChaosLoad, scenario: ChaosScenario, inspect?: (raw: ChaosRaw) => Promise<void>): Promise<ChaosOutcome> {
+  const db = await freshDatabase(adminUri);
+  const tmp = tempDir('switchboard-chaos-');
+  const [min, max] = load.llmMs;
+  const llm = await startRecordingLlm(() => min + Math.random() * (max - min));
+  const telegram = await startFakeTelegram();
+  const secret = 'chaos-secret';
+  const replicas = new ReplicaSet(tmp.dir, {
+    store: db.uri, llmBaseURL: llm.baseURL, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, webhookSecret: secret },
+    maxConcurrent: load.maxConcurrent, laneLeaseMs: load.laneLeaseMs, pollMs: load.pollMs,
+  });
+  const faults: Fault[] = [];
+  try {
+    await Promise.all(['r1', 'r2', 'r3'].map((id) => replicas.start(id)));
+    const thresholds: { share: number; resolve: () => void }[] = [];
+    const progress = (share: number) => new Promise<void>((resolve) => thresholds.push({ share, resolve }));
+    const schedule = async () => {
+      if (scenario.kind === 'kill') {
+        await progress(scenario.first.at);
+        const first: Fault = { kind: 'kill', replica: scenario.first.replica, at: Date.now(), doneAt: 0 };
+        faults.push(first);
+        await replicas.kill(scenario.first.replica);
+        first.doneAt = Date.now();
+        const restart = new Promise((r) => setTimeout(r, scenario.first.restartAfterMs)).then(() => replicas.start(scenario.first.replica));
+        await progress(scenario.second.at);
+        const second: Fault = { kind: 'kill', replica: scenario.second.replica, at: Date.now(), doneAt: 0 };
+        faults.push(second);
+        await replicas.kill(scenario.second.replica);
+        second.doneAt = Date.now();
+        await restart;
+      } else {
+        await progress(scenario.at);
+        faults.push({ kind: 'freeze', replica: scenario.replica, at: Date.now(), doneAt: Date.now() });
+        replicas.freeze(scenario.replica);
+        await new Promise((r) => setTimeout(r, scenario.forMs));
+        replicas.thaw(scenario.replica);
+      }
+    };
+    const t0 = Date.now();
+    const faulted = schedule();
+    const drive = await driveTelegram({
+      chats: load.chats, messagesPerChat: load.messagesPerChat, targets: () => replicas.urls(), secret,
+      maxConnections: 40, timeoutMs: load.webhookTimeoutMs,
+      thinkMs: () => (Math.random() < 1 / 3 ? 0 : Math.random() * 3 * load.meanThinkMs),
+      onAck: (acked, total) => {
+        for (const t of [...thresholds]) if (acked >= t.share * total) { thresholds.splice(thresholds.indexOf(t), 1); t.resolve(); }
+      },
+    });
+    for (const t of thresholds.splice(0)) t.resolve();
+    await faulted;
+    // Drained: every session's queue done, and every reply at the platform (or logged as undeliverable).
+    const undelivered = () => new Set(replicas.replicas.flatMap((r) => r.starts.flatMap((p) => p.lines))
+      .filter((l) => l.includes('"reply could not be delivered"')).map((l) => /"correlationId":"([^"]+)"/.exec(l)?.[1] ?? ''));
+    const drained = await waitFor(async () => {
+      const { rows } = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM sb_lane WHERE next_seq > done_seq');
+      if (rows[0]?.n !== '0') return false;
+      const replied = new Set(telegram.callsOf('sendMessage').filter((c) => c.response.ok).map((c) => String(c.body.text)));
+      const missing = drive.acked.filter((a) => !replied.has(`re: ${messageText(a.chat, a.index)}`)).length;
+      return missing <= undelivered().size;
+    }, load.drainMs);
+    const seconds = (Date.now() - t0) / 1000;
+    const report = await chaosReport({ pool: db.pool, acked: drive.acked, sends: telegram.callsOf('sendMessage'), llm: llm.calls, faults, undelivered: undelivered() });
+    const failures = Object.entries(drive.failures).map(([k, v]) => `${k}:${v}`).join(',') || 'none';
+    const summary = summaryLine(name, report, { drained, seconds: Math.round(seconds), webhookFailures: failures });
+    await inspect?.({ pool: db.pool, telegram, llm, acked: drive.acked, faults, replicas });
+    const errorLines = replicas.replicas.flatMap((r) => r.starts.flatMap((s) => s.lines.filter((l) => /"level":(50|60)/.test(l)).map((l) => `${r.id}: ${l}`)));
+    return { report, summary, drained, failures: drive.failures, seconds, errorLines };
+  } finally {
+    await replicas.stopAll();
+    await telegram.close();
+    await llm.close();
+    await db.drop();
+    tmp.remove();
+  }
+}

@@ -1,0 +1,58 @@
+// Found by the chaos harness (issue 18): sessions nobody was notified about (a killed replica's, or ones whose
+// notification came while every claim slot was busy) were claimed by the poll's scan one at a time, because the
+// scan awaited each claim, i.e. the whole drain of that session. After a kill -9 under load the victims' sessions
+// waited 25-40 s (laneLeaseMs 3000, pollMs 250) instead of the 2 s of SPEC §13. Fixed in bbdd5af (the scan
+// starts its claims side by side); this is its regression test (times out with the awaited scan).
+import { afterEach, expect, it } from 'vitest';
+import { ClusterListener } from '../../../src/cluster/cluster-listener.ts';
+import { PgWorkQueue } from '../../../src/cluster/pg-work-queue.ts';
+import { SessionLocks } from '../../../src/cluster/session-locks.ts';
+import { silentLogger } from '../../../src/core/logger.ts';
+import type { InboundMessage } from '../../../src/core/message.ts';
+import { describePg, useTestDatabase } from '../../helpers/postgres.ts';
+import { until } from '../../helpers/wait.ts';
+
+const db = useTestDatabase();
+
+const message = (peer: string): InboundMessage => ({
+  id: `m-${peer}`, channel: 'telegram', accountId: 'default', chatType: 'direct', chatId: peer, peerId: peer,
+  sender: { id: peer, name: peer }, text: `hello from ${peer}`, attachments: [], mentionsBot: true, receivedAt: Date.now(),
+});
+
+describePg('the poll fallback of the work queue', () => {
+  const closers: (() => Promise<void>)[] = [];
+  afterEach(async () => { for (const close of closers.splice(0).reverse()) await close(); });
+
+  async function queue(replicaId: string): Promise<PgWorkQueue> {
+    const logger = silentLogger();
+    const locks = new SessionLocks({ uri: db.uri, logger, leaseMs: 3000, maxConnections: 10 });
+    const listener = new ClusterListener({ uri: db.uri, logger });
+    await listener.start();
+    const q = new PgWorkQueue({ pool: db.pool, locks, listener, replicaId, logger, maxClaims: 4, pollMs: 50 });
+    closers.push(async () => { q.close(); await listener.close(); await locks.close(); });
+    return q;
+  }
+
+  it('claims every free slot\'s worth of queued sessions it was not notified of, not one session at a time', async () => {
+    // Accepted by a replica that died before running them (it never started its queue).
+    const dead = await queue('dead');
+    for (const peer of ['1', '2', '3', '4']) expect((await dead.accept(message(peer), `agent:main:telegram:direct:${peer}`, `c-${peer}`)).accepted).toBe(true);
+
+    const alive = await queue('alive');
+    const running = new Set<string>();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    alive.start(async (job) => {
+      running.add(job.key);
+      await gate;
+      await alive.done(job, undefined);
+      return undefined;
+    });
+    try {
+      // Four free slots, four sessions with queued work: the scans of a few polls should run them side by side.
+      await until(() => running.size === 4, 'the four queued sessions to run at once (one at a time: the scan awaits each drain)', 400);
+    } finally {
+      release();
+    }
+  });
+});
