@@ -113,6 +113,22 @@ describePg('cluster mode under faults', () => {
     expect(await userEntries()).toHaveLength(1);
   }, 30_000);
 
+  it('/stop sent to one replica stops the turn another replica is running', async () => {
+    openai.fallback = () => new Promise<FakeReply>(() => undefined);
+    const a = await replica();
+    const b = await replica();
+    await a.channel.inject('think for a long time', { peerId: '4', chatId: '4', id: 'long' });
+    await until(() => openai.requests.length === 1, 'the LLM call');
+    const key = 'agent:main:direct:4';
+    await until(() => a.gw.gateway.lanes.isRunning(key) || b.gw.gateway.lanes.isRunning(key), 'the turn to run');
+    const other = a.gw.gateway.lanes.isRunning(key) ? b : a;
+    expect(other.gw.gateway.lanes.isRunning(key)).toBe(false);
+    await other.channel.inject('/stop', { peerId: '4', chatId: '4', id: 'stop' });
+    await until(() => log.some((l) => l.text.includes('Stopped')), 'the stopped turn to say so');
+    expect(log.filter((l) => l.text.includes('Stopped'))).toHaveLength(1);
+    await until(async () => (await db.pool.query('SELECT 1 FROM sb_lane WHERE done_seq = 1')).rowCount === 1, 'the stopped message marked done');
+  }, 30_000);
+
   it('a message queued without a notification is found by polling', async () => {
     const a = await replica();
     const message = {
