@@ -78,6 +78,8 @@ export class JsonlTranscriptStore implements TranscriptStore {
   /** Sessions whose file end was checked for a torn line in this process. */
   private readonly checkedTails = new Set<string>();
   private dirReady?: Promise<unknown>;
+  /** The checked file path of recent session ids (every append and read asks). */
+  private readonly paths = new Map<string, string>();
 
   constructor(options: { dir: string; logger: Logger; cacheLimit?: number; handleLimit?: number }) {
     this.dir = options.dir;
@@ -87,8 +89,14 @@ export class JsonlTranscriptStore implements TranscriptStore {
   }
 
   pathOf(sessionId: string): string {
-    if (!/^[A-Za-z0-9_-]+$/.test(sessionId)) throw new Error(`Invalid session id "${sessionId}".`);
-    return path.join(this.dir, `${sessionId}.jsonl`);
+    let file = this.paths.get(sessionId);
+    if (file === undefined) {
+      if (!/^[A-Za-z0-9_-]+$/.test(sessionId)) throw new Error(`Invalid session id "${sessionId}".`);
+      file = path.join(this.dir, `${sessionId}.jsonl`);
+      if (this.paths.size >= 4096) this.paths.clear();
+      this.paths.set(sessionId, file);
+    }
+    return file;
   }
 
   async create(sessionId: string, key: string, at: Date): Promise<void> {

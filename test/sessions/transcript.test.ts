@@ -55,6 +55,17 @@ describe('JsonlTranscriptStore', () => {
     expect(readdirSync(tmp.dir).sort()).toEqual([`${sid}.jsonl.reset.2026-03-10T04-00-00-123Z`]);
   });
 
+  it('refuses a session id that is not a plain file name, every time it is asked, and keeps others under its folder', async () => {
+    for (const bad of ['../escape', 'a/b', 'x.jsonl', '', 'sp ace']) {
+      expect(() => store.pathOf(bad)).toThrow(`Invalid session id "${bad}".`);
+      expect(() => store.pathOf(bad)).toThrow(`Invalid session id "${bad}".`);
+      await expect(store.append(bad, [msg('m1', 'hi')])).rejects.toThrow('Invalid session id');
+    }
+    expect(store.pathOf(sid)).toBe(path.join(tmp.dir, `${sid}.jsonl`));
+    expect(store.pathOf(sid)).toBe(path.join(tmp.dir, `${sid}.jsonl`));
+    expect(readdirSync(tmp.dir)).toEqual([]);
+  });
+
   it('reads a missing transcript as empty', async () => {
     expect(await store.read('3b0e6f52-1111-4c3a-9a56-3c2a9b2d0d09')).toEqual([]);
   });
