@@ -86,10 +86,17 @@ export class PgWorkQueue implements SharedQueue {
   private run: ((job: QueuedJob) => Promise<TurnResult | undefined>) | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
+  private waiterTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private scanning = false;
 
-  constructor(private readonly options: PgWorkQueueOptions) {}
+  constructor(private readonly options: PgWorkQueueOptions) {
+    // Waiting on results works from the start (a tool may wait before this replica claims any work).
+    options.listener?.on('sb_done', (payload) => {
+      const { key, seq } = JSON.parse(payload) as { key: string; seq: number };
+      if (this.waiters.has(`${key}\u0000${seq}`)) void this.fetchResult(key, seq);
+    });
+  }
 
   async accept(message: InboundMessage, key: string, correlationId: string): Promise<{ accepted: true; seq: number } | { accepted: false }> {
     const { rows } = await this.options.pool.query<{ seq: string }>(ACCEPT, [storableString(deliveryKey(message)), key, jsonbText(message), correlationId]);
@@ -113,6 +120,7 @@ export class PgWorkQueue implements SharedQueue {
       const promise = new Promise<TurnResult | undefined>((r) => { resolve = r; });
       waiter = { resolve, promise };
       this.waiters.set(id, waiter);
+      this.pollWaitersSoon();
     }
     return waiter.promise;
   }
@@ -162,13 +170,8 @@ export class PgWorkQueue implements SharedQueue {
     this.run = run;
     const { listener } = this.options;
     listener.on('sb_ready', (key) => void this.claim(key));
-    listener.on('sb_done', (payload) => {
-      const { key, seq } = JSON.parse(payload) as { key: string; seq: number };
-      if (this.waiters.has(`${key}\u0000${seq}`)) void this.fetchResult(key, seq);
-    });
     const poll = () => {
       void this.scan();
-      void this.pollWaiters();
       if (!this.closed) this.pollTimer = setTimeout(poll, this.options.pollMs).unref();
     };
     poll();
@@ -192,6 +195,7 @@ export class PgWorkQueue implements SharedQueue {
     this.closed = true;
     clearTimeout(this.pollTimer);
     clearInterval(this.pruneTimer);
+    clearTimeout(this.waiterTimer);
     for (const w of this.waiters.values()) w.resolve(undefined);
     this.waiters.clear();
   }
@@ -215,6 +219,16 @@ export class PgWorkQueue implements SharedQueue {
       'SELECT result, done_at IS NOT NULL AS done FROM sb_inbox WHERE session_key = $1 AND seq = $2', [key, seq],
     ).catch(() => ({ rows: [] as { result: TurnResult | null; done: boolean }[] }));
     if (rows[0]?.done) this.settle(key, seq, rows[0].result ?? undefined);
+  }
+
+  /** While anyone waits, finished messages are also looked up every pollMs (notifications can be lost). */
+  private pollWaitersSoon(): void {
+    if (this.waiterTimer || this.closed) return;
+    this.waiterTimer = setTimeout(() => {
+      this.waiterTimer = undefined;
+      void this.pollWaiters().finally(() => { if (this.waiters.size) this.pollWaitersSoon(); });
+    }, this.options.pollMs);
+    this.waiterTimer.unref();
   }
 
   private async pollWaiters(): Promise<void> {

@@ -1,0 +1,51 @@
+import { afterEach, expect, it } from 'vitest';
+import { ClusterListener } from '../../src/cluster/cluster-listener.ts';
+import { PgWorkQueue } from '../../src/cluster/pg-work-queue.ts';
+import { SessionLocks } from '../../src/cluster/session-locks.ts';
+import type { TurnResult } from '../../src/core/channel-adapter.ts';
+import { silentLogger } from '../../src/core/logger.ts';
+import type { InboundMessage } from '../../src/core/message.ts';
+import { describePg, useTestDatabase } from '../helpers/postgres.ts';
+
+const db = useTestDatabase();
+
+const message = (id: string): InboundMessage => ({
+  id, channel: 'internal', accountId: 'default', chatType: 'direct', chatId: 'x', peerId: 'x',
+  sender: { id: 'x', name: 'x' }, text: `work ${id}`, attachments: [], mentionsBot: false, receivedAt: Date.now(),
+});
+
+describePg('the shared work queue', () => {
+  const closers: (() => Promise<void>)[] = [];
+  afterEach(async () => { for (const close of closers.splice(0).reverse()) await close(); });
+
+  async function queue(replicaId: string, pollMs = 5000): Promise<PgWorkQueue> {
+    const logger = silentLogger();
+    const locks = new SessionLocks({ uri: db.uri, logger, leaseMs: 30_000, maxConnections: 4 });
+    const listener = new ClusterListener({ uri: db.uri, logger });
+    await listener.start();
+    const q = new PgWorkQueue({ pool: db.pool, locks, listener, replicaId, logger, maxClaims: 2, pollMs });
+    closers.push(async () => { q.close(); await listener.close(); await locks.close(); });
+    return q;
+  }
+
+  it('a replica waiting on a message another replica runs gets its result (sessions_yield across replicas), in order per session', async () => {
+    const asker = await queue('asker');
+    const worker = await queue('worker');
+    const ran: string[] = [];
+    worker.start(async (job) => {
+      ran.push(`${job.key}#${job.seq}:${job.message.id}`);
+      const result = { sessionKey: job.key, sessionId: 's', correlationId: job.correlationId, replies: [{ text: `answer to ${job.message.id}` }], outcome: 'replied' } as unknown as TurnResult;
+      await worker.done(job, result);
+      return result;
+    });
+    const key = 'agent:main:subagent:t1';
+    const first = await asker.accept(message('q1'), key, 'c1');
+    const second = await asker.accept(message('q2'), key, 'c2');
+    if (!first.accepted || !second.accepted) throw new Error('not accepted');
+    expect([first.seq, second.seq]).toEqual([1, 2]);
+    const [r1, r2] = await Promise.all([asker.whenDone(key, first.seq), asker.whenDone(key, second.seq)]);
+    expect(r1?.replies[0]?.text).toBe('answer to q1');
+    expect(r2?.replies[0]?.text).toBe('answer to q2');
+    expect(ran).toEqual([`${key}#1:q1`, `${key}#2:q2`]);
+  });
+});
