@@ -18,6 +18,7 @@ describe('graphemes', () => {
     const out = graphemes(zalgo);
     expect(out.join('')).toBe(zalgo);
     for (const g of out) expect(g.length).toBeLessThanOrEqual(32);
+    expect(out.map((g) => g.length)).toEqual([32, 32, 32, 5, 1]);
   });
 });
 
@@ -101,5 +102,19 @@ describe('splitMarkup: reopening, blocks, nesting', () => {
 
   it('a word longer than a message fills each message', () => {
     expect(splitMarkup(textAtoms('abcdefgh ij'), 4)).toEqual(['abcd', 'efgh', 'ij']);
+  });
+});
+
+describe('textAtoms and splitMarkup: edges', () => {
+  it('a space carrying a combining mark is a visible character, not a break', () => {
+    expect(textAtoms(' \u0301x')).toEqual([{ kind: 'text', raw: ' \u0301', units: 2 }, { kind: 'text', raw: 'x', units: 1 }]);
+  });
+
+  it('a line break at the very start is a line break, not a blank line', () => {
+    expect(textAtoms('\nx')[0]).toEqual({ kind: 'text', raw: '\n', units: 1, breakAfter: 2, trim: true });
+  });
+
+  it('an atom longer than a message (a mention) is sent whole, on its own', () => {
+    expect(splitMarkup([...textAtoms('ab '), { kind: 'text', raw: '<@1234567>', units: 10 }, ...textAtoms(' cd')], 6)).toEqual(['ab', '<@1234567>', 'cd']);
   });
 });
