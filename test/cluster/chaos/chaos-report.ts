@@ -1,7 +1,6 @@
 import type pg from 'pg';
-import type { TelegramCall } from '../../fakes/fake-telegram.ts';
 import type { LlmCall } from './recording-llm.ts';
-import { CHAT_BASE, parseText, type AckedUpdate } from './telegram-driver.ts';
+import { parseText, type AckedUpdate } from './webhook-driver.ts';
 
 /** A fault the harness injected. */
 export interface Fault {
@@ -43,12 +42,21 @@ export interface ChaosReport {
   victims: number[];
 }
 
-/** The replies the fake Telegram accepted, per chat, in arrival order, as message indexes. */
-function repliesByChat(sends: TelegramCall[]): Map<number, { index: number; at: number }[]> {
+/** A reply a fake platform received (Telegram `sendMessage`, Slack `chat.postMessage`). */
+export interface PlatformSend {
+  text: string;
+  /** Epoch ms when it arrived. */
+  at: number;
+  /** The platform took it. */
+  ok: boolean;
+}
+
+/** The replies the fake platforms accepted, per chat, in arrival order, as message indexes. */
+function repliesByChat(sends: PlatformSend[]): Map<number, { index: number; at: number }[]> {
   const byChat = new Map<number, { index: number; at: number }[]>();
   for (const call of sends) {
-    if (!call.response.ok) continue;
-    const parsed = parseText(String(call.body.text ?? ''));
+    if (!call.ok) continue;
+    const parsed = parseText(call.text);
     if (!parsed) continue;
     const list = byChat.get(parsed.chat) ?? [];
     list.push({ index: parsed.index, at: call.at });
@@ -78,7 +86,7 @@ const inOrder = (indexes: number[]): boolean => indexes.every((x, i) => i === 0 
 
 /** Reads the database and the fakes after the queue drained and computes the measures. */
 export async function chaosReport(input: {
-  pool: pg.Pool; acked: AckedUpdate[]; sends: TelegramCall[]; llm: LlmCall[]; faults: Fault[]; accountId?: string;
+  pool: pg.Pool; acked: AckedUpdate[]; sends: PlatformSend[]; llm: LlmCall[]; faults: Fault[];
   /** Correlation ids of turns whose reply a replica logged as not delivered. */
   undelivered?: Set<string>;
 }): Promise<ChaosReport> {
@@ -97,7 +105,7 @@ export async function chaosReport(input: {
   let undeliveredReplies = 0;
   let notDone = 0;
   for (const a of acked) {
-    const key = `telegram:${input.accountId ?? 'default'}:${a.updateId}`;
+    const key = a.deliveryKey;
     const done = doneKeys.has(key);
     const answered = replied.has(`${a.chat}:${a.index}`);
     if (!done) notDone++;
@@ -128,8 +136,8 @@ export async function chaosReport(input: {
   const outOfOrderCommits = [...bySession.values()].filter((l) => !strictlyIncreasing(l)).length
     + [...transcripts.values()].filter((l) => !inOrder(l)).length;
 
-  const okSends = input.sends.filter((c) => c.response.ok && parseText(String(c.body.text ?? '')));
-  const duplicateReplies = okSends.length - new Set(okSends.map((c) => String(c.body.text))).size;
+  const okSends = input.sends.filter((c) => c.ok && parseText(c.text));
+  const duplicateReplies = okSends.length - new Set(okSends.map((c) => c.text)).size;
   const llmTexts = input.llm.filter((c) => parseText(c.text));
   const rerunLlmCalls = llmTexts.length - new Set(llmTexts.map((c) => c.text)).size;
 
@@ -154,9 +162,6 @@ export async function chaosReport(input: {
     abortedLlmCalls: input.llm.filter((c) => c.aborted).length, recoveryMs, victims,
   };
 }
-
-/** The chat id of a chaos chat number (for reading the fake's calls). */
-export const chatId = (chat: number): number => CHAT_BASE + chat;
 
 /** One summary line of a report. */
 export function summaryLine(name: string, report: ChaosReport, extra: Record<string, unknown> = {}): string {

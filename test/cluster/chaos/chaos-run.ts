@@ -1,15 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { startFakeSlack, type FakeSlack } from '../../fakes/fake-slack.ts';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram.ts';
 import { tempDir } from '../../helpers/gateway.ts';
-import { chaosReport, summaryLine, type ChaosReport, type Fault } from './chaos-report.ts';
+import { chaosReport, summaryLine, type ChaosReport, type Fault, type PlatformSend } from './chaos-report.ts';
 import { startRecordingLlm, type RecordingLlm } from './recording-llm.ts';
 import { ReplicaSet } from './replica-processes.ts';
-import { driveTelegram, messageText, type AckedUpdate } from './telegram-driver.ts';
+import { driveWebhooks, messageText, slackPlatform, telegramPlatform, type AckedUpdate } from './webhook-driver.ts';
 
 /** The size and pace of a chaos run. */
 export interface ChaosLoad {
+  /** Telegram chats. */
   chats: number;
+  /** Slack DMs (signed Events API posts with Slack's retries), besides the Telegram chats. */
+  slackChats: number;
   messagesPerChat: number;
   /** Fake LLM latency: uniform in [min, max] ms. */
   llmMs: [number, number];
@@ -18,8 +22,6 @@ export interface ChaosLoad {
   pollMs: number;
   /** Mean pause of a chat between its messages (ms); a third of the messages follow the previous one at once. */
   meanThinkMs: number;
-  /** The driver's request timeout, after which it sends the update to another replica. */
-  webhookTimeoutMs: number;
   /** How long the queue may take to drain after the last acknowledgement. */
   drainMs: number;
 }
@@ -59,6 +61,7 @@ async function waitFor(condition: () => Promise<boolean>, boundMs: number, every
 export interface ChaosRaw {
   pool: pg.Pool;
   telegram: FakeTelegram;
+  slack: FakeSlack;
   llm: RecordingLlm;
   acked: AckedUpdate[];
   faults: Fault[];
@@ -86,9 +89,12 @@ export async function runChaos(name: string, adminUri: string, load: ChaosLoad, 
   const [min, max] = load.llmMs;
   const llm = await startRecordingLlm(() => min + Math.random() * (max - min));
   const telegram = await startFakeTelegram();
+  const slack = await startFakeSlack();
   const secret = 'chaos-secret';
+  const signingSecret = 'chaos-slack-signing-secret';
   const replicas = new ReplicaSet(tmp.dir, {
     store: db.uri, llmBaseURL: llm.baseURL, telegram: { token: telegram.token, apiRoot: telegram.apiRoot, webhookSecret: secret },
+    slack: { botToken: 'xoxb-chaos-token', signingSecret, apiUrl: slack.apiUrl },
     maxConcurrent: load.maxConcurrent, laneLeaseMs: load.laneLeaseMs, pollMs: load.pollMs,
   });
   const faults: Fault[] = [];
@@ -120,14 +126,28 @@ export async function runChaos(name: string, adminUri: string, load: ChaosLoad, 
     };
     const t0 = Date.now();
     const faulted = schedule();
-    const drive = await driveTelegram({
-      chats: load.chats, messagesPerChat: load.messagesPerChat, targets: () => replicas.urls(), secret,
-      maxConnections: 40, timeoutMs: load.webhookTimeoutMs,
+    const total = (load.chats + load.slackChats) * load.messagesPerChat;
+    let ackedSoFar = 0;
+    const common = {
+      messagesPerChat: load.messagesPerChat, targets: () => replicas.urls(), maxConnections: 40,
       thinkMs: () => (Math.random() < 1 / 3 ? 0 : Math.random() * 3 * load.meanThinkMs),
-      onAck: (acked, total) => {
-        for (const t of [...thresholds]) if (acked >= t.share * total) { thresholds.splice(thresholds.indexOf(t), 1); t.resolve(); }
+      onAck: () => {
+        ackedSoFar++;
+        for (const t of [...thresholds]) if (ackedSoFar >= t.share * total) { thresholds.splice(thresholds.indexOf(t), 1); t.resolve(); }
       },
-    });
+    };
+    // Telegram chats 0..chats-1, Slack DMs after them: every chat number (and so every message text) is unique.
+    const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+    const drives = await Promise.all([
+      driveWebhooks({ ...common, platform: telegramPlatform(secret), chats: range(0, load.chats) }),
+      driveWebhooks({ ...common, platform: slackPlatform(signingSecret), chats: range(load.chats, load.slackChats) }),
+    ]);
+    const drive = { acked: drives.flatMap((d) => d.acked), failures: {} as Record<string, number> };
+    for (const [i, d] of drives.entries()) for (const [k, v] of Object.entries(d.failures)) drive.failures[`${i ? 'slack' : 'telegram'} ${k}`] = v;
+    const sends = (): PlatformSend[] => [
+      ...telegram.callsOf('sendMessage').map((c) => ({ text: String(c.body.text), at: c.at, ok: c.response.ok })),
+      ...slack.callsOf('chat.postMessage').map((c) => ({ text: String(c.body.text), at: c.at, ok: c.status === 200 })),
+    ].sort((a, b) => a.at - b.at);
     for (const t of thresholds.splice(0)) t.resolve();
     await faulted;
     // Drained: every session's queue done, and every reply at the platform (or logged as undeliverable).
@@ -136,20 +156,24 @@ export async function runChaos(name: string, adminUri: string, load: ChaosLoad, 
     const drained = await waitFor(async () => {
       const { rows } = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM sb_lane WHERE next_seq > done_seq');
       if (rows[0]?.n !== '0') return false;
-      const replied = new Set(telegram.callsOf('sendMessage').filter((c) => c.response.ok).map((c) => String(c.body.text)));
+      const replied = new Set(sends().filter((c) => c.ok).map((c) => c.text));
       const missing = drive.acked.filter((a) => !replied.has(`re: ${messageText(a.chat, a.index)}`)).length;
       return missing <= undelivered().size;
     }, load.drainMs);
     const seconds = (Date.now() - t0) / 1000;
-    const report = await chaosReport({ pool: db.pool, acked: drive.acked, sends: telegram.callsOf('sendMessage'), llm: llm.calls, faults, undelivered: undelivered() });
-    const failures = Object.entries(drive.failures).map(([k, v]) => `${k}:${v}`).join(',') || 'none';
-    const summary = summaryLine(name, report, { drained, seconds: Math.round(seconds), webhookFailures: failures });
-    await inspect?.({ pool: db.pool, telegram, llm, acked: drive.acked, faults, replicas });
+    const report = await chaosReport({ pool: db.pool, acked: drive.acked, sends: sends(), llm: llm.calls, faults, undelivered: undelivered() });
+    const failures = Object.entries(drive.failures).map(([k, v]) => `${k.replace(' ', ':')}:${v}`).join(',') || 'none';
+    const summary = summaryLine(name, report, {
+      drained, seconds: Math.round(seconds), webhookFailures: failures, slackMaxRetryNum: Math.max(0, drives[1].maxAttempts - 1),
+      telegramChats: load.chats, slackChats: load.slackChats, messagesPerChat: load.messagesPerChat,
+    });
+    await inspect?.({ pool: db.pool, telegram, slack, llm, acked: drive.acked, faults, replicas });
     const errorLines = replicas.replicas.flatMap((r) => r.starts.flatMap((s) => s.lines.filter((l) => /"level":(50|60)/.test(l)).map((l) => `${r.id}: ${l}`)));
     return { report, summary, drained, failures: drive.failures, seconds, errorLines };
   } finally {
     await replicas.stopAll();
     await telegram.close();
+    await slack.close();
     await llm.close();
     await db.drop();
     tmp.remove();

@@ -1,20 +1,22 @@
 // The chaos harness of cluster mode (SPEC §13; docs/cluster-design.md §7): 3 replica processes on one fresh
-// database take Telegram webhooks from a driver that behaves like Telegram, while replicas are killed or frozen.
-// Sized for CI on 2 cores: 100 chats × 10 messages per run (CHAOS_CHATS, CHAOS_MESSAGES, CHAOS_THINK_MS scale it;
-// 300 × 10 did not drain within 3 minutes on a 2-core machine shared with other work). One summary line per run.
+// database take Telegram webhooks and signed Slack events from drivers that behave like the platforms (per chat in
+// order, the same id sent again to another replica on a failure, Slack with X-Slack-Retry-Num), while replicas are
+// killed or frozen. Sized for CI on 2 cores: 70 Telegram chats + 30 Slack DMs × 10 messages per run (CHAOS_CHATS,
+// CHAOS_SLACK_CHATS, CHAOS_MESSAGES, CHAOS_THINK_MS scale it; 300 × 10 did not drain within 3 minutes on a 2-core
+// machine shared with other work). One summary line per run.
 import { expect, it } from 'vitest';
 import { adminUri, describePg } from '../../helpers/postgres.ts';
 import { runChaos, type ChaosLoad, type ChaosOutcome } from './chaos-run.ts';
 
 const load = (overrides: Partial<ChaosLoad> = {}): ChaosLoad => ({
-  chats: Number(process.env.CHAOS_CHATS ?? 100),
+  chats: Number(process.env.CHAOS_CHATS ?? 70),
+  slackChats: Number(process.env.CHAOS_SLACK_CHATS ?? 30),
   messagesPerChat: Number(process.env.CHAOS_MESSAGES ?? 10),
   llmMs: [200, 400],
   maxConcurrent: 6,
   laneLeaseMs: 3000,
   pollMs: 250,
   meanThinkMs: Number(process.env.CHAOS_THINK_MS ?? 6000),
-  webhookTimeoutMs: 4000,
   drainMs: 120_000,
   ...overrides,
 });
@@ -37,7 +39,7 @@ function expectGuarantees(outcome: ChaosOutcome): void {
   for (const ms of report.recoveryMs) expect(ms).toBeLessThan(load().laneLeaseMs + 12_000);
 }
 
-describePg('chaos: 3 replica processes, Telegram webhooks, replicas killed or frozen', () => {
+describePg('chaos: 3 replica processes, Telegram webhooks and Slack events, replicas killed or frozen', () => {
   it('kill -9 of one replica at 30 % (restarted 3 s later) and of another at 60 %', async () => {
     const outcome = await runChaos('kill', adminUri!, load(), {
       kind: 'kill', first: { replica: 'r1', at: 0.3, restartAfterMs: 3000 }, second: { replica: 'r2', at: 0.6 },

@@ -20,6 +20,8 @@ export interface ReplicaSettings {
   store: string | undefined;
   llmBaseURL: string;
   telegram: { token: string; apiRoot: string; webhookSecret: string };
+  /** Slack Events over HTTP too, when given. */
+  slack?: { botToken: string; signingSecret: string; apiUrl: string };
   maxConcurrent: number;
   laneLeaseMs: number;
   pollMs: number;
@@ -32,7 +34,10 @@ export function replicaConfig(id: string, settings: ReplicaSettings): Record<str
     ...(settings.store ? { store: settings.store, cluster: { replicaId: id, laneLeaseMs: settings.laneLeaseMs, pollMs: settings.pollMs } } : {}),
     logLevel: settings.logLevel ?? 'info',
     providers: { default: { baseUrl: settings.llmBaseURL, apiKey: `sk-${id}`, model: 'gpt-chaos', maxRetries: 0 } },
-    channels: { telegram: { dmPolicy: 'open', mode: 'webhook', webhookSecret: settings.telegram.webhookSecret } },
+    channels: {
+      telegram: { dmPolicy: 'open', mode: 'webhook', webhookSecret: settings.telegram.webhookSecret },
+      ...(settings.slack ? { slack: { dmPolicy: 'open', mode: 'http' } } : {}),
+    },
     session: { dmScope: 'per-peer', reset: { mode: 'off' }, maxActiveSessions: 100_000 },
     agents: { defaults: { tools: { preset: 'none' }, maxConcurrent: settings.maxConcurrent } },
   };
@@ -59,7 +64,11 @@ export class ReplicaSet {
       replica = { id, dir, url: undefined, state: 'killed', proc: undefined, starts: [] };
       this.replicas.push(replica);
     }
-    const proc = startProcess(replica.dir, { TELEGRAM_BOT_TOKEN: this.settings.telegram.token, TELEGRAM_API_ROOT: this.settings.telegram.apiRoot });
+    const { telegram, slack } = this.settings;
+    const proc = startProcess(replica.dir, {
+      TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot,
+      ...(slack ? { SLACK_BOT_TOKEN: slack.botToken, SLACK_SIGNING_SECRET: slack.signingSecret, SLACK_API_URL: slack.apiUrl } : {}),
+    });
     replica.proc = proc;
     replica.starts.push(proc);
     // Read stderr too: a full pipe would block the process.
