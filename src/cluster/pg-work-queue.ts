@@ -289,6 +289,8 @@ export class PgWorkQueue implements SharedQueue {
     if (lost) { this.stats.leaseLosses++; return; }
     // A message accepted while the lock was being given back found the session busy: look again.
     if (state.again || (await this.hasWork(key))) setImmediate(() => void this.claim(key));
+    // The slot is free: a session already waiting takes it now rather than at the next poll.
+    else setImmediate(() => void this.scan());
   }
 
   private async hasWork(key: string): Promise<boolean> {

@@ -59,8 +59,8 @@ describePg('the poll fallback of the work queue', () => {
   // Found by the cluster bench (issue 18): a slot freed by a finished session is filled only by the next accept or
   // the next poll, never by the sessions already waiting. With pollMs 1000 a free slot idles ~0.5 s on average:
   // 1 replica at maxConcurrent 8 made 5.3 turns/s with a 1 s LLM (8 possible) and 17 turns/s with a 0 ms LLM
-  // (the embedded default: 88). Marked `fails` while that is so (CI stays green): change it to `it` with the fix.
-  it.fails('fills a slot freed by a finished session with a session already waiting, without waiting for the poll', async () => {
+  // (the embedded default: 88). Fixed: a claim that ends with nothing more for its session scans at once.
+  it('fills a slot freed by a finished session with a session already waiting, without waiting for the poll', async () => {
     const dead = await queue('dead');
     for (const peer of ['5', '6']) expect((await dead.accept(message(peer), `agent:main:telegram:direct:${peer}`, `c-${peer}`)).accepted).toBe(true);
     // One slot, and a poll far away: the scan at start claims one session; the other waits for the slot.
