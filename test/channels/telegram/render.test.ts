@@ -57,6 +57,7 @@ describe('markdownToTelegramHtml: blocks, links and tables', () => {
     expect(markdownToTelegramHtml('| a | b |\n|---|---|\n| 1 | 2 |\n\nafter')).toBe('<pre>a | b\n--|--\n1 | 2</pre>\n\nafter');
     expect(markdownToTelegramHtml('| 👍 | b |\n|---|---|\n| long | 2 |')).toBe('<pre>👍    | b\n-----|--\nlong | 2</pre>');
     expect(markdownToTelegramHtml('| solo |\n|---|')).toBe('<pre>solo</pre>');
+    expect(markdownToTelegramHtml('| a |\n|---|\n| 1 |\n\ntext\n\n| bb | c |\n|---|---|\n| 2 | 3 |')).toBe('<pre>a\n-\n1</pre>\n\ntext\n\n<pre>bb | c\n---|--\n2  | 3</pre>');
   });
 
   it('lists: a loose list is written tight, a list after a paragraph or a blank line, a list inside a quote', () => {
