@@ -59,6 +59,8 @@ describe('Slack mrkdwn rendering', () => {
 
   it('link labels are plain text: line breaks become spaces, an image gives its alt text', () => {
     expect(renderMrkdwn('[a\nb](https://e.com) [![alt](https://i.com/i.png)](https://e.com/2)')).toBe('<https://e.com|a b> <https://e.com/2|alt>');
+    expect(renderMrkdwn('[a  \nb](https://e.com)')).toBe('<https://e.com|a b>');
+    expect(renderMrkdwn('[mailto:a@b.c](mailto:a@b.c)')).toBe('<mailto:a@b.c>');
   });
 
   it('images become links to the image, labelled with the alt text', () => {
