@@ -2,7 +2,8 @@
 // measured in the same run. Prints a table and writes bench/results/latest.json. Asserts nothing.
 //   BENCH_QUICK=1         smaller sizes (a quick look, not the reported figures)
 //   BENCH_SESSIONS=16     only these end-to-end levels (default 1,16,256)
-//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, store, startup, ledger, memory, context)
+//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, store, startup, ledger, memory, context, cluster);
+//                         `npm run bench -- cluster` names them on the command line
 // Memory runs first, while the process heap holds nothing else.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -19,7 +20,9 @@ import { runMcpBench } from './mcp-bench.ts';
 const quick = process.env.BENCH_QUICK === '1';
 /** BENCH_SESSIONS=16 (or 1,16): only some of the end-to-end levels. */
 const sessionLevels = (process.env.BENCH_SESSIONS ?? '1,16,256').split(',').map(Number);
-const only = new Set((process.env.BENCH_ONLY ?? 'e2e,tools,mcp,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
+// `npm run bench -- cluster` (or BENCH_ONLY=cluster): parts named on the command line. The cluster part needs
+// PostgreSQL (SWITCHBOARD_BENCH_POSTGRES or SWITCHBOARD_TEST_POSTGRES) and some 8 minutes; it is not in the default list.
+const only = new Set((process.argv[2] ?? process.env.BENCH_ONLY ?? 'e2e,tools,mcp,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
 const root = path.resolve(import.meta.dirname, '..');
 const work = path.join(os.tmpdir(), `switchboard-bench-${process.pid}`);
 
@@ -95,6 +98,11 @@ async function main(): Promise<void> {
         records: ledger.records, 'ledger MB': ledger.ledgerMB, 'empty ms': ledger.emptyMs, 'with ledger ms': ledger.withLedgerMs, ratio: ledger.ratio,
         'first start ms': ledger.firstStartMs, 'first /usage wait ms': ledger.firstUsageWaitMs, '/usage ms': ledger.usageMs, 'rare key timeline ms': ledger.rareTimelineMs,
       }]);
+    }
+    if (only.has('cluster')) {
+      const { runClusterMain } = await import('./cluster/run-cluster.ts');
+      const cluster = await runClusterMain({ quick });
+      if (cluster) results.cluster = cluster;
     }
     if (only.has('context')) {
       const context = await import('./context-bench.ts').then((m: { runContextBench?: (o?: { quick?: boolean }) => Promise<Record<string, unknown>> }) => m.runContextBench?.({ quick }), () => undefined);
