@@ -139,15 +139,18 @@ function chatCommands(runtime: AgentRuntime, config: ResolvedConfig): { command:
 export async function startGateway(options: StartOptions): Promise<RunningGateway> {
   const owner = options.owner ?? (options.listen === false ? { role: 'cli' as const, command: 'switchboard chat' } : { role: 'gateway' as const, command: 'switchboard start' });
   const lock = await StateLock.acquire(options.config.stateDir, owner, { waitMs: options.lockWaitMs ?? 2000 });
+  // What start-up opened, closed again in reverse order when a later step fails (a port in use, a bad channel).
+  const opened: (() => unknown)[] = [];
   try {
-    return await wire(options, lock);
+    return await wire(options, lock, opened);
   } catch (error) {
+    for (const close of opened.reverse()) await Promise.resolve().then(close).catch(() => undefined);
     await lock.release();
     throw error;
   }
 }
 
-async function wire(options: StartOptions, lock: StateLock): Promise<RunningGateway> {
+async function wire(options: StartOptions, lock: StateLock, opened: (() => unknown)[]): Promise<RunningGateway> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
   const startedAt = clock.now();
@@ -162,7 +165,9 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   const cluster: ClusterMode | undefined = isClusterStore(config.store)
     ? await openClusterMode(config, logger, { onLockLost: (key) => gateway.lanes.stop(key, 'lock lost'), onClaim: (key) => sessions.forget(key) })
     : undefined;
+  if (cluster) opened.push(() => cluster.close());
   const store = await KeyvSessionStore.open(config.store, { pool: cluster?.pool });
+  opened.push(() => store.close());
   const transcripts: Transcripts = cluster
     ? new PgTranscriptStore({ pool: cluster.pool, logger })
     : new AgentTranscriptStores({ stateDir: config.stateDir, agentIds: config.agents.map((a) => a.id), logger });
@@ -182,9 +187,12 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   if (transcripts instanceof AgentTranscriptStores) await rekeyIfRoutingChanged(config, store, transcripts, logger, clock.now());
   const mcp = new McpHub({ config, registry: tools, logger, reconnectBaseMs: options.mcpReconnectBaseMs });
   // One machine journals accepted messages to inbox.jsonl; a cluster queues them in the shared database.
+  opened.push(() => transcripts.close());
   const inbox = cluster ? undefined : new Inbox({ file: path.join(config.stateDir, 'inbox.jsonl'), clock, logger });
+  opened.push(() => inbox?.close());
   const pending = inbox?.open() ?? [];
   const pairing = new PairingStore({ uri: config.store, clock, pool: cluster?.pool });
+  opened.push(() => pairing.close());
   gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, ...(cluster ? {
     queue: cluster.queue, onStop: (key: string) => cluster.broadcastStop(key),
     sharedGroupContext: new PgGroupContext({ pool: cluster.pool, limit: config.session.groupContextLimit }),
@@ -196,6 +204,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   // chats keep a shared watermark for the back-fill after a takeover.
   const channelLeases = cluster ? new PgChannelLeases({ uri: config.store, leaseMs: config.cluster.laneLeaseMs, pollMs: config.cluster.pollMs, logger }) : undefined;
   const watermarks = cluster ? new PgChannelWatermarks(cluster.pool) : undefined;
+  opened.push(() => channelLeases?.close());
   const adapters = options.adapters ?? await createChannelAdapters(config, {
     clock, logger, stateDir: config.stateDir,
     ...(channelLeases && watermarks ? { cluster: { leases: channelLeases, watermarks } } : {}),
@@ -216,6 +225,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
     },
   });
   await accounting.open();
+  opened.push(() => accounting.close());
   runtime.events.subscribe(accounting.observer);
   runtime.events.subscribe(turnLogObserver(logger));
   let server: ServerType | undefined;
@@ -264,6 +274,7 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
   const live = new DashboardEvents({
     events: runtime.events, status, activeSessions: () => sessions.activeSessions(), pairing: () => pairingAdmin(pairing, config).list(), version: VERSION, startedAt, logger,
   });
+  opened.push(() => live.close());
 
   const app = createHttpApp({
     authToken: config.gateway.authToken,
@@ -295,6 +306,8 @@ async function wire(options: StartOptions, lock: StateLock): Promise<RunningGate
         : error));
     });
     port = (server.address() as AddressInfo).port;
+    const listening = server;
+    opened.push(() => new Promise((resolve) => listening.close(resolve)));
   }
   const host = config.gateway.host.includes(':') ? `[${config.gateway.host}]` : config.gateway.host;
   const url = port !== undefined ? `http://${host}:${port}` : undefined;
