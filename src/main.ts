@@ -53,6 +53,7 @@ import { PgGroupContext } from './cluster/pg-group-context.ts';
 import { PgLedgerSink } from './cluster/pg-ledger-sink.ts';
 import { PgChannelWatermarks } from './cluster/channel-watermarks.ts';
 import { PgChannelLeases } from './cluster/leader-lease.ts';
+import { withDeadline } from './core/deadline.ts';
 
 /** Where transcripts live: JSONL files per agent on one machine, the shared database in a cluster. */
 export type Transcripts = AgentTranscriptStores | PgTranscriptStore;
@@ -324,9 +325,8 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   // Cluster mode: claim queued work once this replica's channels had their first try at connecting, so replies can go out.
   // An in-process `switchboard chat` joins no work: it has no platform channel to answer through.
   if (cluster && options.listen !== false) {
-    let timer: NodeJS.Timeout | undefined;
-    void Promise.race([supervisor.firstAttempts(), new Promise((resolve) => { timer = setTimeout(resolve, 15_000); })])
-      .then(() => { clearTimeout(timer); if (!gateway.isClosing) cluster.queue.start((job) => gateway.runJob(job)); });
+    void withDeadline(supervisor.firstAttempts(), 15_000)
+      .then(() => { if (!gateway.isClosing) cluster.queue.start((job) => gateway.runJob(job)); });
   }
   // A cluster keeps a goal run's next batch in its queue; a replica starting must not resume runs that others are running.
   if (!cluster && config.backgroundExecution.enabled && config.backgroundExecution.autoResumeOnStartup) {

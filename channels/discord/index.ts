@@ -13,6 +13,7 @@ import { guardDispatches } from './packet-guard.ts';
 import { renderDiscord } from './render.ts';
 import { sendOverRest, ShardLeases } from './shard-leases.ts';
 import { DiscordStartTimeout, startError, tokenSetting } from './start-error.ts';
+import { withDeadline } from '../../src/core/deadline.ts';
 
 /** Options of {@link createDiscordChannel}. */
 export interface DiscordChannelOptions extends ChannelFactoryContext {
@@ -384,8 +385,5 @@ async function destroyClient(client: Client, boundMs = 5000): Promise<void> {
     if (shard.timeoutAbortControllers instanceof Map) shard.timeoutAbortControllers.clear();
     if (typeof shard.internalConnect === 'function') shard.internalConnect = async () => undefined;
   }
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<void>((resolve) => { timer = setTimeout(resolve, boundMs); });
-  await Promise.race([client.destroy().catch(() => undefined), bound]);
-  clearTimeout(timer);
+  await withDeadline(client.destroy().catch(() => undefined), boundMs);
 }

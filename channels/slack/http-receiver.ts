@@ -2,6 +2,7 @@ import type { App, Receiver, ReceiverEvent } from '@slack/bolt';
 import type { Clock } from '../../src/core/clock.ts';
 import type { Logger } from '../../src/core/logger.ts';
 import { verifySlackSignature } from './signature.ts';
+import { withDeadline } from '../../src/core/deadline.ts';
 
 /**
  * Set by the event listener when the gateway could not take the event: `shutting-down` is answered 503,
@@ -67,9 +68,7 @@ export class SlackHttpReceiver implements Receiver {
   /** Stops taking events and waits (briefly) for the ones being handed over. */
   async stop(): Promise<void> {
     this.running = false;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((resolve) => { timer = setTimeout(resolve, 2000); })]);
-    clearTimeout(timer);
+    await withDeadline(Promise.allSettled([...this.inFlight]), 2000);
   }
 
   /** Handles one POST from Slack. */
@@ -115,13 +114,8 @@ export class SlackHttpReceiver implements Receiver {
     this.inFlight.add(processing);
     void processing.finally(() => this.inFlight.delete(processing));
     const timers = this.options.timers ?? realTimers;
-    let timer: unknown;
     const deadlineMs = this.options.ackDeadlineMs ?? 2500;
-    const inTime = await Promise.race([
-      processing.then(() => true),
-      new Promise<boolean>((resolve) => { timer = timers.setTimeout(() => resolve(false), deadlineMs); }),
-    ]);
-    timers.clearTimeout(timer);
+    const inTime = (await withDeadline(processing.then(() => true), deadlineMs, timers)) === true;
     if (!inTime) {
       this.options.logger.warn({ correlationId, deadlineMs, eventId: body.event_id }, 'slack: event not taken in time; answered 503 so that Slack retries');
       return jsonError(503, 'The event could not be taken in time; Slack will retry.', 'unavailable');

@@ -1,6 +1,7 @@
 import type { ChannelAdapter, InboundSink } from '../core/channel-adapter.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Logger } from '../core/logger.ts';
+import { withDeadline } from '../core/deadline.ts';
 
 /** Timer functions, injected so tests decide when a retry fires. */
 export interface SupervisorTimers {
@@ -138,9 +139,7 @@ export class ChannelSupervisor {
     }
     const pending = this.entries.flatMap((e) => (e.attempt ? [e.attempt] : []));
     if (pending.length) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.allSettled(pending), new Promise((resolve) => { timer = setTimeout(resolve, boundMs); })]);
-      clearTimeout(timer);
+      await withDeadline(Promise.allSettled(pending), boundMs);
     }
     await Promise.allSettled(this.entries.map((e) => e.adapter.stop()));
   }

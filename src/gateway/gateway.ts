@@ -22,6 +22,7 @@ import { internalMessage } from '../core/internal-message.ts';
 import type { InternalRoute } from '../core/message.ts';
 import { goalPrompt, isBackgroundKind } from '../agent/runs.ts';
 import { answerOf } from '../tools/session-tools.ts';
+import { TIMED_OUT, withDeadline } from '../core/deadline.ts';
 
 /** Channels whose messages are journaled for replay (platform deliveries and internal work, with no caller waiting). */
 const DURABLE_CHANNELS = new Set(['telegram', 'discord', 'slack', 'internal']);
@@ -260,11 +261,7 @@ export class Gateway {
     this.closing = true;
     this.background.close();
     this.lanes.pause();
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), graceMs); });
-    const result = await Promise.race([this.lanes.whenIdle().then(() => 'idle' as const), timeout]);
-    clearTimeout(timer);
-    if (result === 'timeout') {
+    if ((await withDeadline(this.lanes.whenIdle(), graceMs)) === TIMED_OUT) {
       this.lanes.abortAll('shutdown');
       await this.lanes.whenIdle();
     }
