@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { serve, type ServerType } from '@hono/node-server';
+import type { ServerType } from '@hono/node-server';
+import { closeGracefully, listen } from './http/serve.ts';
 import { createChannelAdapters } from '../channels/index.ts';
 import { Accounting } from './accounting/accounting.ts';
 import { buildStatusReport, type StatusReport } from './accounting/status-report.ts';
@@ -300,13 +300,9 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
 
   let port: number | undefined;
   if (options.listen !== false) {
-    server = await new Promise<ServerType>((resolve, reject) => {
-      const s = serve({ fetch: app.fetch, hostname: config.gateway.host, port: config.gateway.port }, () => resolve(s));
-      s.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'EADDRINUSE'
-        ? new ConfigError(`Port ${config.gateway.port} on ${config.gateway.host} is in use: stop the other process or set SWITCHBOARD_PORT.`)
-        : error));
-    });
-    port = (server.address() as AddressInfo).port;
+    const serving = await listen(app.fetch, config.gateway.host, config.gateway.port);
+    server = serving.server;
+    port = serving.port;
     const listening = server;
     opened.push(() => new Promise((resolve) => listening.close(resolve)));
   }
@@ -364,17 +360,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       await watermarks?.flush().catch(() => undefined);
       await mcp.stop();
       live.close();
-      if (server) {
-        const s = server;
-        // Answers still being written (a web chat reply whose turn just ended) go out first: close() lets
-        // active requests finish; idle keep-alive connections end now, anything still open after 2 s is cut.
-        const http = s as { closeAllConnections?: () => void; closeIdleConnections?: () => void };
-        await new Promise<void>((resolve) => {
-          const cut = setTimeout(() => http.closeAllConnections?.(), 2000);
-          s.close(() => { clearTimeout(cut); resolve(); });
-          http.closeIdleConnections?.();
-        });
-      }
+      if (server) await closeGracefully(server);
       clearInterval(pruneTimer);
       await accounting.close();
       await sessions.flush();
