@@ -18,6 +18,7 @@ import { Pruner, type PruneStats } from './pruning.ts';
 import { calibrationKey, isPlausible, TokenCalibration } from './token-calibration.ts';
 import { chatMessageTokens, countRequestTokens, countTokens } from './tokens.ts';
 import type { InputComponents, LlmCallKind } from './turn-events.ts';
+import type { ProviderCallRequest } from './provider-call.ts';
 
 /** Compaction-and-retry rounds after a provider context-overflow error, before the user is told. */
 export const MAX_OVERFLOW_RETRIES = 3;
@@ -30,11 +31,7 @@ export interface ContextEngineDeps {
   historyOf(session: ActiveSession): Promise<TranscriptEntry[]>;
   appendEntries(session: ActiveSession, entries: TranscriptEntry[]): Promise<void>;
   /** The runtime's accounted LLM call (usage, session totals, llm-call event). */
-  callProvider(
-    session: ActiveSession, provider: Provider, model: string, context: BuiltContext, kind: LlmCallKind,
-    input: { correlationId: string; signal: AbortSignal; onDelta?: (text: string) => void; message: InboundMessage },
-    usage: TokenUsage, state: { estimated: boolean; model?: string }, logger: Logger, tools?: ToolSchema[],
-  ): Promise<ProviderResponse>;
+  callProvider(request: ProviderCallRequest): Promise<ProviderResponse>;
   modelOf(entry: SessionEntry): { providerId: string; model: string; contextWindow: number; provider: Provider };
   agentFor(agentId: string | undefined): AgentConfig;
   toolSchemas(entry: SessionEntry): ToolSchema[];
@@ -286,9 +283,11 @@ export class ContextEngine {
 
   /** The accounted call, then calibration from the reported prompt size. */
   private async callCounted(session: ActiveSession, assembled: AssembledContext, context: BuiltContext, kind: LlmCallKind, scope: CallScope, tools: ToolSchema[]): Promise<ProviderResponse> {
-    const response = await this.deps.callProvider(session, assembled.provider, assembled.model, context, kind,
-      { correlationId: scope.correlationId, signal: scope.signal, onDelta: kind === 'turn' ? scope.onDelta : undefined, message: scope.message },
-      scope.usage, scope.state, scope.logger, tools);
+    const response = await this.deps.callProvider({
+      session, provider: assembled.provider, model: assembled.model, context, kind,
+      input: { correlationId: scope.correlationId, signal: scope.signal, onDelta: kind === 'turn' ? scope.onDelta : undefined, message: scope.message },
+      usage: scope.usage, state: scope.state, logger: scope.logger, tools,
+    });
     const counted = context.tokens;
     const reported = response.usage ? response.usage.inputTokens + response.usage.cacheReadTokens + response.usage.cacheWriteTokens : undefined;
     if (reported !== undefined) this.calibration.observe(calibrationKey(assembled.providerId, assembled.model), reported, counted);

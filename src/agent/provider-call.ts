@@ -26,6 +26,22 @@ export interface CallInput {
   message: InboundMessage;
 }
 
+/** One accounted LLM call: who calls, what is sent, and where its usage is added. */
+export interface ProviderCallRequest {
+  session: ActiveSession;
+  provider: Provider;
+  model: string;
+  context: BuiltContext;
+  kind: LlmCallKind;
+  input: CallInput;
+  /** The turn's usage so far; this call's is added to it. */
+  usage: TokenUsage;
+  /** Whether any usage of the turn was estimated, and the model that answered. */
+  state: { estimated: boolean; model?: string };
+  logger: Logger;
+  tools?: ToolSchema[];
+}
+
 /**
  * Every LLM call of the product goes through here: the session budget is checked first (SPEC §14), then the
  * provider is called, usage (or a tokenizer estimate) is added to the turn, the key's and the session id's
@@ -39,10 +55,8 @@ export class ProviderCaller {
   }
 
   /** One LLM call with accounting: usage (or a tokenizer estimate), session totals, and the llm-call event. */
-  async call(
-    session: ActiveSession, provider: Provider, model: string, context: BuiltContext, kind: LlmCallKind,
-    input: CallInput, usage: TokenUsage, state: { estimated: boolean; model?: string }, logger: Logger, tools: ToolSchema[] = [],
-  ): Promise<ProviderResponse> {
+  async call(request: ProviderCallRequest): Promise<ProviderResponse> {
+    const { session, provider, model, context, kind, input, usage, state, logger, tools = [] } = request;
     const entry = session.entry;
     const t0 = this.deps.clock.now();
     const parentCorrelationId = input.message.internal?.parentCorrelationId;

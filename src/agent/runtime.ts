@@ -20,7 +20,7 @@ import { CommandRegistry, matchResetTrigger, type CommandServices } from './comm
 import { registerContextCommands } from './context-commands.ts';
 import { ContextEngine, syntheticMessage, type CompactionOutcome, type ContextEngineDeps } from './context-engine.ts';
 import { MEMORY_WRITE } from './memory-flush.ts';
-import { ProviderCaller } from './provider-call.ts';
+import { ProviderCaller, type ProviderCallRequest } from './provider-call.ts';
 import { ephemeralSessionOf, sessionInitOf } from './session-init.ts';
 import { isBackgroundKind, pauseGoalRun } from './runs.ts';
 import { toolSchemaTokens } from './tokens.ts';
@@ -98,7 +98,7 @@ export class AgentRuntime {
     this.contextEngine = new ContextEngine({
       config: options.config, clock: options.clock, logger: options.logger,
       historyOf: (s) => this.historyOf(s), appendEntries: (s, e) => this.appendEntries(s, e),
-      callProvider: (...args) => this.callProvider(...args), modelOf: (e) => this.modelOf(e), agentFor: (id) => this.agentFor(id),
+      callProvider: (request) => this.callProvider(request), modelOf: (e) => this.modelOf(e), agentFor: (id) => this.agentFor(id),
       toolSchemas: (e) => this.toolSchemas(e), timezoneOf,
       memoryFlushTool: this.memoryFlushTool(timezoneOf),
     });
@@ -361,8 +361,8 @@ export class AgentRuntime {
   }
 
   /** One LLM call with accounting: usage (or a tokenizer estimate), session totals, the budget, and the llm-call event. */
-  callProvider(...args: Parameters<ProviderCaller['call']>): Promise<ProviderResponse> {
-    return this.caller.call(...args);
+  callProvider(request: ProviderCallRequest): Promise<ProviderResponse> {
+    return this.caller.call(request);
   }
 
   /** The current session's transcript (memory for one-off sessions). */
