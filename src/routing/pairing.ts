@@ -3,12 +3,12 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Keyv from 'keyv';
 import KeyvSqlite from '@keyv/sqlite';
-import { defaultDeserialize, defaultSerialize } from '@keyv/serialize';
 import pg from 'pg';
 import { isClusterStore } from '../cluster/pg-database.ts';
 import { PgKeyvAdapter } from '../cluster/pg-keyv-adapter.ts';
 import type { Clock } from '../core/clock.ts';
 import { NotFoundError, SwitchboardError } from '../core/errors.ts';
+import { requestPairingExclusive } from '../cluster/pg-pairing.ts';
 
 /** A pairing request waiting for `switchboard pairing approve`. */
 export interface PairingRequest {
@@ -83,7 +83,13 @@ export class PairingStore {
 
   /** The code of a sender: an existing valid one, a new one, or `full` when 3 are pending. */
   async request(channel: string, accountId: string, peerId: string, name?: string): Promise<PairingOutcome> {
-    if (this.postgres) return this.requestExclusive(this.postgres.pool, channel, accountId, peerId, name);
+    if (this.postgres) {
+      const now = this.clock.now();
+      return requestPairingExclusive(this.postgres.pool, {
+        prefix: `${this.keyv.namespace}:code:${channel}:`, lockName: `switchboard:pairing:${channel}`, peerId, now, maxPending: MAX_PENDING,
+        create: () => ({ channel, accountId, peerId, name, code: newCode(), createdAt: now, expiresAt: now + CODE_TTL_MS }),
+      });
+    }
     const pending = await this.pending(channel);
     const existing = pending.find((p) => p.peerId === peerId);
     if (existing) return { status: 'existing', request: existing };
@@ -139,47 +145,6 @@ export class PairingStore {
   async close(): Promise<void> {
     await this.keyv.disconnect();
     if (this.postgres?.own) await this.postgres.pool.end();
-  }
-
-  /**
-   * {@link request} in cluster mode: one short transaction holding `pg_advisory_xact_lock` on the channel, so
-   * two replicas never both see 2 pending codes and add a third and a fourth.
-   */
-  private async requestExclusive(pool: pg.Pool, channel: string, accountId: string, peerId: string, name?: string): Promise<PairingOutcome> {
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`switchboard:pairing:${channel}`]);
-      const prefix = `${this.keyv.namespace}:code:${channel}:`;
-      const { rows } = await client.query<{ key: string; value: string }>(
-        'SELECT key, value FROM keyv WHERE key COLLATE "C" >= $1 AND key COLLATE "C" < $2', [prefix, `${prefix.slice(0, -1)};`],
-      );
-      const now = this.clock.now();
-      const pending: PairingRequest[] = [];
-      for (const row of rows) {
-        // keyv's own stored form (its default serializer, as Keyv writes and reads this namespace).
-        const request = defaultDeserialize<{ value?: PairingRequest }>(row.value)?.value;
-        if (!request || request.expiresAt <= now) await client.query('DELETE FROM keyv WHERE key = $1', [row.key]);
-        else pending.push(request);
-      }
-      const existing = pending.sort((a, b) => a.createdAt - b.createdAt).find((p) => p.peerId === peerId);
-      let outcome: PairingOutcome;
-      if (existing) outcome = { status: 'existing', request: existing };
-      else if (pending.length >= MAX_PENDING) outcome = { status: 'full' };
-      else {
-        const request: PairingRequest = { channel, accountId, peerId, name, code: newCode(), createdAt: now, expiresAt: now + CODE_TTL_MS };
-        const value = defaultSerialize({ value: request, expires: undefined });
-        await client.query('INSERT INTO keyv (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [`${prefix}${request.code}`, value]);
-        outcome = { status: 'created', request };
-      }
-      await client.query('COMMIT');
-      return outcome;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
   }
 
   private async *iterate(): AsyncGenerator<[string, unknown]> {
