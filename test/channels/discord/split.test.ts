@@ -15,6 +15,15 @@ describe('splitDiscordText: where messages end', () => {
     expect(splitDiscordText(text, limit)).toEqual(expected);
   });
 
+  it.each([
+    ['a blank line is a better place to end than a later line break', 'aaaa\n\nbbbb\ncc', 12, ['aaaa', 'bbbb\ncc']],
+    ['several blank lines are one paragraph break', 'aaaa\n\n\nbbbb cc', 12, ['aaaa', 'bbbb cc']],
+    ['a code block never closed in the text is still closed in every message', '```\nunclosed one\nunclosed two', 20, ['```\nunclosed one\n```', '```\nunclosed two\n```']],
+    ['text after a closed code block is prose again', '```\nabc\n```\nafter text here', 14, ['```\nabc\n```', 'after text', 'here']],
+  ])('%s', (_name, text, limit, expected) => {
+    expect(splitDiscordText(text, limit)).toEqual(expected);
+  });
+
   it('a code block cut in two is closed and reopened with its language', () => {
     expect(splitDiscordText('```js\nline one\nline two\nline three\n```', 24)).toEqual(['```js\nline one\n```', '```js\nline two\n```', '```js\nline three\n```']);
   });
