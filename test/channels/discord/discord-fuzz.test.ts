@@ -80,7 +80,8 @@ describe('discord intake under malformed gateway frames (real discord.js against
     const adapter = createDiscordChannel({ account: config.channels.discord[0]!, clock: systemClock, logger, stateDir: config.stateDir, restartBackoff: { baseMs: 20, maxMs: 200 } });
     gw = await startTestGateway({
       dir: tmp.dir, logger, adapters: [adapter, createWebchatChannel({ clock: systemClock })],
-      config: { providers: { default: { maxRetries: 0 } }, channels: { discord: { dmPolicy: 'allowlist', allowFrom: [alice.id], guilds: [ids.guild] } } },
+      // A turn still running at the end need not be waited for (the default grace is 10 s; this hook has 20).
+      config: { gateway: { shutdownGraceMs: 1000 }, providers: { default: { maxRetries: 0 } }, channels: { discord: { dmPolicy: 'allowlist', allowFrom: [alice.id], guilds: [ids.guild] } } },
       env: { OPENAI_BASE_URL: openai.baseURL, OPENAI_API_KEY: 'sk-test', OPENAI_MODEL: 'gpt-test' },
     });
   });
