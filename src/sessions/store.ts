@@ -58,6 +58,7 @@ const serialize = (data: { value?: unknown; expires?: number | null }): string =
 
 /** What list and count query: @keyv/sqlite, or the adapter that reads through it. */
 type Queryable = { query(sql: string, ...params: unknown[]): Promise<unknown> };
+type KeyValueRow = { key: string; value: string };
 
 /** Options of {@link KeyvSessionStore.open}. */
 export interface OpenSessionStoreOptions {
@@ -163,24 +164,18 @@ export class KeyvSessionStore implements SessionStore {
 
   async list(options: ListSessionsOptions = {}): Promise<SessionPage> {
     const limit = Math.min(Math.max(options.limit ?? 100, 1), 1000);
-    const entries: SessionEntry[] = [];
-    if (this.postgres) return this.listPostgres(this.postgres.adapter, options, limit);
-    if (this.sqlite) {
-      let after = `${NAMESPACE}:${options.cursor ?? ''}`;
-      // Scan in pages so a channel filter still returns up to `limit` rows.
-      for (;;) {
-        const rows = (await this.sqlite.query(
-          'SELECT key, value FROM keyv WHERE key > ? AND key < ? ORDER BY key LIMIT ?', after, `${NAMESPACE};`, limit + 1,
-        )) as { key: string; value: string }[];
-        for (const row of rows) {
-          const entry = await this.decode(row.value);
-          after = row.key;
-          if (!entry || (options.channel && entry.channel !== options.channel) || (options.agentId && entry.agentId !== options.agentId)) continue;
-          if (entries.length === limit) return { entries, nextCursor: entries[entries.length - 1]?.key };
-          entries.push(entry);
-        }
-        if (rows.length <= limit) return { entries };
-      }
+    const postgres = this.postgres?.adapter;
+    if (postgres) {
+      // Binary key order, as SQLite compares keys.
+      return this.pageByKey(options, limit, (after, n) => postgres.query<KeyValueRow>(
+        'SELECT key, value FROM keyv WHERE key COLLATE "C" > $1 AND key COLLATE "C" < $2 ORDER BY key COLLATE "C" LIMIT $3', [after, `${NAMESPACE};`, n],
+      ));
+    }
+    const sqlite = this.sqlite;
+    if (sqlite) {
+      return this.pageByKey(options, limit, async (after, n) => (await sqlite.query(
+        'SELECT key, value FROM keyv WHERE key > ? AND key < ? ORDER BY key LIMIT ?', after, `${NAMESPACE};`, n,
+      )) as KeyValueRow[]);
     }
     const all: SessionEntry[] = [];
     for await (const [, value] of this.keyv.iterator!(NAMESPACE) as AsyncGenerator<[string, SessionEntry]>) {
@@ -214,15 +209,13 @@ export class KeyvSessionStore implements SessionStore {
     await this.postgres?.ownPool?.end();
   }
 
-  /** {@link list} in cluster mode: the `keyv` table in key order (binary), a page at a time from the cursor. */
-  private async listPostgres(adapter: PgKeyvAdapter, options: ListSessionsOptions, limit: number): Promise<SessionPage> {
+  /** {@link list} over the `keyv` table in key order, a page at a time from the cursor. */
+  private async pageByKey(options: ListSessionsOptions, limit: number, fetch: (after: string, n: number) => Promise<KeyValueRow[]>): Promise<SessionPage> {
     const entries: SessionEntry[] = [];
     let after = `${NAMESPACE}:${options.cursor ?? ''}`;
     // Scan in pages so a channel filter still returns up to `limit` rows.
     for (;;) {
-      const rows = await adapter.query<{ key: string; value: string }>(
-        'SELECT key, value FROM keyv WHERE key COLLATE "C" > $1 AND key COLLATE "C" < $2 ORDER BY key COLLATE "C" LIMIT $3', [after, `${NAMESPACE};`, limit + 1],
-      );
+      const rows = await fetch(after, limit + 1);
       for (const row of rows) {
         const entry = await this.decode(row.value);
         after = row.key;
