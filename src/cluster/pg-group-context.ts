@@ -10,9 +10,6 @@ export interface PgGroupContextOptions {
   limit: number;
 }
 
-/** Text as PostgreSQL can store it (NUL and unpaired surrogates become U+FFFD). */
-const storable = storableString;
-
 /**
  * Group messages that did not trigger a run (SPEC §10), kept per session key in `sb_group_context` so the
  * replica that runs the next triggered turn finds them whichever replica took the skipped ones: the cluster's
@@ -33,7 +30,7 @@ export class PgGroupContext {
    */
   async add(key: string, item: GroupContextItem, db: Queryable = this.pool): Promise<void> {
     if (this.limit === 0) return;
-    await db.query('INSERT INTO sb_group_context (session_key, at, name, text) VALUES ($1, $2, $3, $4)', [key, new Date(item.at), storable(item.name), storable(item.text)]);
+    await db.query('INSERT INTO sb_group_context (session_key, at, name, text) VALUES ($1, $2, $3, $4)', [key, new Date(item.at), storableString(item.name), storableString(item.text)]);
     await db.query(
       'DELETE FROM sb_group_context WHERE session_key = $1 AND id IN (SELECT id FROM sb_group_context WHERE session_key = $1 ORDER BY id DESC OFFSET $2)',
       [key, this.limit],

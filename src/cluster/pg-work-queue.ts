@@ -286,7 +286,8 @@ export class PgWorkQueue implements SharedQueue {
       await lock.release();
       this.working.delete(key);
     }
-    if (lost) { this.stats.leaseLosses++; return; }
+    // A lost lock was counted when its connection ended (SessionLocks' onLost).
+    if (lost) return;
     // A message accepted while the lock was being given back found the session busy: look again.
     if (state.again || (await this.hasWork(key))) setImmediate(() => void this.claim(key));
     // The slot is free: a session already waiting takes it now rather than at the next poll.
