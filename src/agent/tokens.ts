@@ -74,9 +74,9 @@ function remember(memo: Map<string, number>, key: string, n: number, limit: numb
 
 /**
  * Token count of a text for a model's encoding. Texts of 256 characters or more are counted piece by piece
- * ({@link segmentEnds}: exact, except that unbroken runs over 128 characters may count up to about one
- * token per 128 characters more), so no text blocks the event loop for long; pieces and long texts are
- * memoized. {@link warmTokenCounts} counts a long text ahead without blocking. Special-token strings
+ * ({@link segmentEnds}: exact, except that unbroken runs and whitespace runs over 512 characters may
+ * count up to about one token per 512 characters more), so no text blocks the event loop for long; pieces
+ * and long texts are memoized. {@link warmTokenCounts} counts a long text ahead without blocking. Special-token strings
  * (`<|endoftext|>`) in the text count as the plain text they are.
  */
 export function countTokens(text: string, model = 'gpt-4o'): number {
