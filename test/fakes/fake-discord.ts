@@ -163,9 +163,13 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     if (method === 'POST' && /^\/api\/v10\/channels\/\d+\/typing$/.test(path)) return reply(204);
     if (method === 'POST' && (m = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(path))) {
       const body = call.body ?? {};
+      const refused = invalidContent(body.content);
+      if (refused) return reply(400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_BAD_LENGTH', message: refused }] } } });
       return reply(200, messagePayload({ id: snowflake(), channel_id: m[1]!, author: bot, content: typeof body.content === 'string' ? body.content : '' }));
     }
     if (method === 'PATCH' && (m = /^\/api\/v10\/channels\/(\d+)\/messages\/(\d+)$/.exec(path))) {
+      const refused = invalidContent(call.body?.content);
+      if (refused) return reply(400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_BAD_LENGTH', message: refused }] } } });
       return reply(200, messagePayload({ id: m[2]!, channel_id: m[1]!, author: bot, content: typeof call.body?.content === 'string' ? call.body.content : '' }));
     }
     if (method === 'GET' && (m = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(path))) {
@@ -363,4 +367,12 @@ function guildPayload(g: FakeGuild, bot: FakeUser): Record<string, unknown> {
     channels: g.channels.map((c) => channelPayload(g.id, c)),
     threads: (g.threads ?? []).map((t) => threadPayload(g.id, t, bot.id)),
   };
+}
+
+/** Discord refuses content over 2,000 characters (code points) and text that is not valid UTF-16: why, or undefined. */
+function invalidContent(content: unknown): string | undefined {
+  if (typeof content !== 'string') return undefined;
+  if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(content)) return 'Content is not valid Unicode (a lone surrogate).';
+  const length = [...content].length;
+  return length > 2000 ? `Must be 2000 or fewer in length (${length}).` : undefined;
 }

@@ -4,6 +4,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 
+/** Switchboard's own limit for one Slack message (SPEC §10); Slack itself truncates at 40,000. */
+export const SLACK_FAKE_TEXT_LIMIT = 4000;
+
 /**
  * A fake Slack on 127.0.0.1 for the real @slack/bolt: the Web API (`POST /api/<method>`, form or JSON
  * bodies, as @slack/web-api sends them) and a Socket Mode WebSocket server (`apps.connections.open` hands
@@ -82,6 +85,8 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
   const handlers: Record<string, (body: Record<string, unknown>, headers: IncomingMessage['headers']) => Record<string, unknown>> = {
     'auth.test': () => ({ url: 'https://fake.slack.com/', team: 'Fake Team', user: 'switchboard', team_id: identity.teamId, user_id: identity.userId, bot_id: identity.botId }),
     'chat.postMessage': (b) => {
+      // Switchboard keeps to 4,000 characters a message (SPEC §10): anything longer is a renderer bug, refused here.
+      if (typeof b.text === 'string' && [...b.text].length > SLACK_FAKE_TEXT_LIMIT) return { ok: false, error: 'msg_too_long' };
       const ts = `${tsCounter++}.000200`;
       return { channel: b.channel, ts, message: { type: 'message', text: b.text, user: identity.userId, bot_id: identity.botId, ts, ...(b.thread_ts ? { thread_ts: b.thread_ts } : {}) } };
     },
