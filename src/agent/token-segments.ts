@@ -10,7 +10,10 @@
  * characters long. Only a run with no such mark for {@link RUN_HARD_LIMIT} characters (a 100k-letter
  * line, a wall of emoji, CJK text without punctuation) is cut anywhere (never between the halves of a
  * surrogate pair): a token that would straddle that cut counts as two, so such a run may count about one
- * token per {@link RUN_HARD_LIMIT} characters more than the model's own tokenizer. Everything else,
+ * token per {@link RUN_HARD_LIMIT} characters more than the model's own tokenizer. A run of whitespace
+ * (spaces, newlines, tabs, no-break spaces, in any mix) is one pre-tokenizer piece however long, so it is
+ * cut the same way once it is {@link RUN_HARD_LIMIT} characters long, with the same cost: about one token
+ * per {@link RUN_HARD_LIMIT} whitespace characters more at most. Everything else,
  * prose, code, JSON, URLs, base64 and CJK text with punctuation included, counts exactly.
  *
  * **Cost.** Byte-pair encoding of one pre-tokenizer piece grows with the square of its length, which made
@@ -23,7 +26,7 @@
 
 /** An unbroken run (no whitespace) is cut at the next safe punctuation mark once this long (UTF-16 units). */
 export const RUN_SOFT_LIMIT = 256;
-/** An unbroken run is cut anywhere once this long without a safe place. */
+/** An unbroken run, or a run of whitespace, is cut anywhere once this long without a safe place. */
 export const RUN_HARD_LIMIT = 512;
 /** A piece is not cut by content before it is this long. */
 const MIN_PIECE = 64;
@@ -70,6 +73,8 @@ export function segmentEnds(text: string): number[] {
   let run = 0;
   let hash = 0;
   let previousSpace = true;
+  /** Length of the whitespace run ending before `i`. */
+  let spaceRun = 0;
   /** Whether the code point before `i` is a letter, mark or digit (known once a run is long). */
   let previousWord = false;
   const cut = (i: number) => {
@@ -85,6 +90,13 @@ export function segmentEnds(text: string): number[] {
         const length = i - pieceStart;
         if ((length >= MIN_PIECE && ((hash ^ (hash >>> 11)) & CUT_MASK) === 0) || length >= MAX_PIECE) cut(i);
       }
+      // A whitespace run is one pre-tokenizer piece however long: cut it like an unbroken run.
+      if (!previousSpace) spaceRun = 0;
+      else if (spaceRun >= RUN_HARD_LIMIT) {
+        cut(i);
+        spaceRun = 0;
+      }
+      spaceRun++;
       run = 0;
       hash = 0;
       previousSpace = true;

@@ -52,7 +52,7 @@ describe('token counting in pieces', () => {
     );
     fc.assert(fc.property(fc.array(pieces, { minLength: 20, maxLength: 400 }), fc.constantFrom('gpt-4o', 'gpt-4'), (parts, model) => {
       const text = parts.join('');
-      const longestRun = Math.max(0, ...text.split(/\s/).map((run) => run.length));
+      const longestRun = Math.max(0, ...text.split(/\s/).map((run) => run.length), ...text.split(/\S/).map((run) => run.length));
       const want = exact(text, model);
       const got = countTokens(text, model);
       if (longestRun < RUN_HARD_LIMIT) expect(got).toBe(want);
@@ -68,13 +68,25 @@ describe('token counting in pieces', () => {
     }
   });
 
+  it('cuts a long whitespace run too, at the same cost: about one token per 512 whitespace characters more at most', () => {
+    for (const text of [`a${' '.repeat(6000)}b`, '\n'.repeat(6000), `x${'\t'.repeat(6000)}`, `a${'\u00a0'.repeat(6000)}b`, ' \t\n'.repeat(2000), `x${'\r\n'.repeat(3000)}y`]) {
+      expect(segmentEnds(text).length).toBeGreaterThan(10);
+      const diff = countTokens(text) - exact(text, 'gpt-4o');
+      expect(diff).toBeGreaterThanOrEqual(0);
+      expect(diff).toBeLessThanOrEqual(text.length / RUN_HARD_LIMIT + 1);
+    }
+    // A whitespace run shorter than the hard limit stays whole, so indentation and blank lines count exactly.
+    const indented = `${'x\n' + ' '.repeat(400) + 'y '.repeat(300)}\n\n\n${'\t'.repeat(300)}z`;
+    expect(countTokens(indented)).toBe(exact(indented, 'gpt-4o'));
+  });
+
   it('counts a special-token string as the text it is instead of throwing', () => {
     expect(countTokens('<|endoftext|>')).toBe(exact('<|endoftext|>', 'gpt-4o'));
     expect(countTokens(`${'x '.repeat(200)}<|im_start|>system`)).toBeGreaterThan(200);
   });
 
-  it('no longer takes seconds for one long run: 100k letters, 25k emoji', () => {
-    for (const text of ['a'.repeat(100_000), '😀'.repeat(25_000), noise(100_000, 'ab')]) {
+  it('no longer takes seconds for one long run: 100k letters, 25k emoji, 30k spaces, newlines, tabs or no-break spaces', () => {
+    for (const text of ['a'.repeat(100_000), '😀'.repeat(25_000), noise(100_000, 'ab'), `a${' '.repeat(30_000)}b`, '\n'.repeat(30_000), '\t'.repeat(30_000), `a${'\u00a0'.repeat(30_000)}b`]) {
       const started = performance.now();
       countTokens(text);
       // Was 5-15 s (quadratic byte-pair merging of one 100k piece); linear now.
@@ -83,7 +95,11 @@ describe('token counting in pieces', () => {
   });
 
   it('warms long texts a few milliseconds at a time: the event loop stays responsive and the next count is cheap', async () => {
-    const kinds = (seed: number) => [noise(100_000, BASE64, seed), noise(40_000, CJK, seed + 1), 'a'.repeat(100_000 + seed), '😀'.repeat(25_000 + seed), noise(100_000, 'ab ', seed + 2)];
+    const kinds = (seed: number) => [
+      noise(100_000, BASE64, seed), noise(40_000, CJK, seed + 1), 'a'.repeat(100_000 + seed), '😀'.repeat(25_000 + seed), noise(100_000, 'ab ', seed + 2),
+      // Whitespace runs were one pre-tokenizer piece each: ~1 s for 30k spaces before they were cut too.
+      `a${' '.repeat(30_000 + seed)}b`, '\n'.repeat(30_000 + seed), `x${'\t'.repeat(30_000 + seed)}`, `a${'\u00a0'.repeat(30_000 + seed)}b`, noise(30_000, ' \t\n\u00a0', seed + 3),
+    ];
     // The same kinds of text once, small: the tables loaded and the code compiled, as in a running gateway.
     for (const text of kinds(1)) await warmTokenCounts(`${text.slice(0, 3000)} ${noise(3000, text.slice(0, 50), 2)}`, ['gpt-4o']);
     /** The worst event-loop delay, and the longest count in CPU time, over warming and counting fresh texts of every kind. */

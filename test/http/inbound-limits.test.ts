@@ -54,8 +54,8 @@ describe('inbound text size and event-loop stalls', () => {
   }
 
   /** Sends one adversarial message and polls /healthz until it is answered: the worst latency and event-loop delay seen. */
-  async function stallsWhileProcessing(seed: number): Promise<{ latency: number; delay: number; polls: number }> {
-    const body = JSON.stringify({ user: `adversary-${seed}`, text: letters(100_000, seed) });
+  async function stallsWhileProcessing(seed: number, text = letters(100_000, seed)): Promise<{ latency: number; delay: number; polls: number }> {
+    const body = JSON.stringify({ user: `adversary-${seed}`, text });
     const delay = monitorEventLoopDelay({ resolution: 1 });
     delay.enable();
     const latencies: number[] = [];
@@ -78,24 +78,37 @@ describe('inbound text size and event-loop stalls', () => {
     return { latency: Math.max(...latencies), delay: delay.max / 1e6, polls: latencies.length };
   }
 
+  /** Best of three attempts (seeds 2-4) of a message made by `text`: how far latency and delay went beyond an idle gateway's. */
+  async function bestOfThree(text: (seed: number) => string, minPolls: number) {
+    const attempts = [];
+    const over = (a: { latency: number; delay: number; floor: { latency: number; delay: number } }) => Math.max(a.latency - a.floor.latency, a.delay - a.floor.delay);
+    for (const seed of [2, 3, 4]) {
+      const floor = await idleFloor();
+      const result = { ...(await stallsWhileProcessing(seed, text(seed))), floor };
+      attempts.push(result);
+      expect(result.polls).toBeGreaterThanOrEqual(minPolls);
+      if (over(result) < 100) break;
+    }
+    const best = attempts.reduce((a, b) => (over(a) <= over(b) ? a : b));
+    expect(best.latency - best.floor.latency, JSON.stringify(attempts)).toBeLessThan(100);
+    expect(best.delay - best.floor.delay, JSON.stringify(attempts)).toBeLessThan(100);
+  }
+
   it('answers /healthz within 100 ms while a 100k-character run without spaces goes through a whole turn', async () => {
     // Everything loaded and compiled once, as in a gateway that has run for a while.
     await post(`${gw.url}/webchat/messages`, { user: 'warmup', text: letters(20_000, 1) });
     // Before the fix one such message stalled everything for 5-15 s. The machine running the suite is shared
     // (other processes on the same cores show up as delay too): the bound is 100 ms beyond what an idle
     // gateway shows at the same time, best of three attempts.
-    const attempts = [];
-    const over = (a: { latency: number; delay: number; floor: { latency: number; delay: number } }) => Math.max(a.latency - a.floor.latency, a.delay - a.floor.delay);
-    for (const seed of [2, 3, 4]) {
-      const floor = await idleFloor();
-      const result = { ...(await stallsWhileProcessing(seed)), floor };
-      attempts.push(result);
-      expect(result.polls).toBeGreaterThan(2);
-      if (over(result) < 100) break;
-    }
-    const best = attempts.reduce((a, b) => (over(a) <= over(b) ? a : b));
-    expect(best.latency - best.floor.latency, JSON.stringify(attempts)).toBeLessThan(100);
-    expect(best.delay - best.floor.delay, JSON.stringify(attempts)).toBeLessThan(100);
+    await bestOfThree((seed) => letters(100_000, seed), 3);
+  }, 60_000);
+
+  it('answers /healthz within 100 ms while long whitespace runs (spaces, newlines, tabs, no-break spaces) go through a whole turn', async () => {
+    // Each whitespace run was one pre-tokenizer piece: about 1 s of quadratic merging per 30k characters.
+    const runs = (seed: number) => `a${' '.repeat(25_000 + seed)}b${'\n'.repeat(25_000)}c${'\t'.repeat(25_000)}d${'\u00a0'.repeat(25_000)}e`;
+    await post(`${gw.url}/webchat/messages`, { user: 'warmup-ws', text: runs(1).slice(0, 3000) });
+    // The turn may be over after a poll or two now; before, the first poll waited seconds.
+    await bestOfThree(runs, 1);
   }, 60_000);
 
   it('refuses a web chat message over its limit with a 413 that says so, and answers the next one', async () => {
