@@ -36,7 +36,7 @@ import { mountDashboard } from './http/dashboard.ts';
 import { createDashboardAuth } from './http/dashboard-auth.ts';
 import { DashboardEvents } from './http/dashboard-events.ts';
 import { mountOpenAIRoutes } from './http/openai-routes.ts';
-import { mountReadyRoute } from './http/ready-route.ts';
+import { mountReadyRoute, readiness, type ReadinessSources } from './http/ready-route.ts';
 import { mountStatusRoutes } from './http/status-routes.ts';
 import { createProviders } from './providers/registry.ts';
 import { PairingStore } from './routing/pairing.ts';
@@ -272,8 +272,9 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   const dmWarning = dmScopeWarning(config, await pairing.paired().catch(() => []));
   if (dmWarning) logger.warn(dmWarning);
   const dashboardAuth = createDashboardAuth({ token: config.gateway.authToken, stateDir: config.stateDir, clock });
+  const ready: ReadinessSources = { pingStore: async () => { await store.get('agent:main:readyz'); }, channels: channelReports, isClosing: () => gateway.isClosing };
   const live = new DashboardEvents({
-    events: runtime.events, status, activeSessions: () => sessions.activeSessions(), pairing: () => pairingAdmin(pairing, config).list(), version: VERSION, startedAt, logger,
+    events: runtime.events, status, readiness: () => readiness(ready), activeSessions: () => sessions.activeSessions(), pairing: () => pairingAdmin(pairing, config).list(), version: VERSION, startedAt, logger,
   });
   opened.push(() => live.close());
 
@@ -291,7 +292,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       mountOpenAIRoutes({ config, sink: inbound, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
       mountCliRoutes({ sink: inbound, clock }),
       mountPairingRoutes(pairingAdmin(pairing, config), logger),
-      mountReadyRoute({ pingStore: async () => { await store.get('agent:main:readyz'); }, channels: channelReports, isClosing: () => gateway.isClosing }),
+      mountReadyRoute(ready),
       mountRunRoutes({ runs: () => allSessions(store, sessions), lanes: gateway.lanes, stop: (key) => runtime.stopByKey(key) }),
       mountStatusRoutes({ accounting, status, sessionEntry: (key) => sessions.get(key) }),
       mountDashboard({ auth: dashboardAuth, live }),

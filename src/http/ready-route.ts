@@ -24,11 +24,17 @@ export interface ReadinessSources {
   storeTimeoutMs?: number;
 }
 
+/** What {@link readiness} finds: `GET /readyz` answers 200 when `ready`, else 503 with `failing`. */
+export interface ReadinessReport {
+  ready: boolean;
+  failing: NotReadyPart[];
+}
+
 /**
  * The readiness report (SPEC §7): ready when the store is reachable and every enabled channel is connected
  * (or, in cluster mode, standing by while another replica holds its lease).
  */
-export async function readiness(sources: ReadinessSources): Promise<{ ready: boolean; failing: NotReadyPart[] }> {
+export async function readiness(sources: ReadinessSources): Promise<ReadinessReport> {
   const failing: NotReadyPart[] = [];
   if (sources.isClosing()) failing.push({ part: 'gateway', name: 'gateway', error: 'shutting down' });
   const ms = sources.storeTimeoutMs ?? 2000;
