@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { ServerType } from '@hono/node-server';
 import { closeGracefully, listen } from './http/serve.ts';
 import { createChannelAdapters } from '../channels/index.ts';
+import { isWebchatChannel, webchatMessage } from '../channels/webchat/index.ts';
 import { Accounting } from './accounting/accounting.ts';
 import { buildStatusReport, type StatusReport } from './accounting/status-report.ts';
 import { registerGatewayCommands } from './agent/builtin-commands.ts';
@@ -23,10 +24,11 @@ import { Gateway } from './gateway/gateway.ts';
 import { Inbox } from './gateway/inbox.ts';
 import { mountAdminRoutes } from './http/admin-routes.ts';
 import { mountCliRoutes } from './http/cli-routes.ts';
+import { mountWebchatRoutes } from './http/webchat-routes.ts';
 import { mountPairingRoutes } from './http/pairing-routes.ts';
 import { mountRunRoutes } from './http/run-routes.ts';
 import { resumeInterruptedRuns } from './gateway/resume.ts';
-import { applyRekey, planRekey, routingFingerprint } from './gateway/rekey.ts';
+import { applyRekey, planRekey, routingFingerprint, type RekeyDeps } from './gateway/rekey.ts';
 import { createToolRegistry } from './tools/index.ts';
 import { McpHub } from './tools/mcp/mcp-hub.ts';
 import type { TimeoutHandle } from './tools/registry.ts';
@@ -79,6 +81,8 @@ export interface StartOptions {
   lockWaitMs?: number;
   /** Channel retry timers, backoff and watch period (tests). */
   supervision?: Pick<ChannelSupervisorOptions, 'timers' | 'backoff' | 'random' | 'watchMs'>;
+  /** Re-keying at start (tests): `afterStep` is called after each step, so a test can crash it half-way. */
+  rekeyHooks?: Pick<RekeyDeps, 'afterStep'>;
 }
 
 /** A running gateway. */
@@ -114,16 +118,15 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/;
  * another key move there with their transcripts before any message is routed. The fingerprint is written
  * only once every move is done, so a crash half-way repeats the (idempotent) moves at the next start.
  */
-async function rekeyIfRoutingChanged(config: ResolvedConfig, store: KeyvSessionStore, transcripts: AgentTranscriptStores, logger: Logger, now: number): Promise<void> {
+async function rekeyIfRoutingChanged(config: ResolvedConfig, store: KeyvSessionStore, transcripts: AgentTranscriptStores, logger: Logger, now: number, hooks?: StartOptions['rekeyHooks']): Promise<void> {
   const file = path.join(config.stateDir, 'routing.json');
   const fingerprint = routingFingerprint(config);
+  // No file: a state folder from before bindings, whose routing is unknown, so every entry is checked as after a change.
   const previous = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
   if (previous === fingerprint) return;
-  if (previous !== undefined) {
-    const moves = await planRekey(allSessions(store), config);
-    if (moves.length) logger.info({ moves: moves.length }, 'identity links or bindings changed: re-keying sessions');
-    await applyRekey(moves, { store, transcripts, stateDir: config.stateDir, logger, now });
-  }
+  const moves = await planRekey(allSessions(store), config);
+  if (moves.length) logger.info({ moves: moves.length }, 'identity links or bindings changed: re-keying sessions');
+  await applyRekey(moves, { store, transcripts, stateDir: config.stateDir, logger, now, afterStep: hooks?.afterStep });
   writeFileSync(file, fingerprint);
 }
 
@@ -185,10 +188,10 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   });
   runtime = new AgentRuntime({ config, sessions, transcripts, providers, clock, logger, tools });
   // Re-keying moves transcript files; in a cluster the conversations keep their keys (see docs/architecture.md).
-  if (transcripts instanceof AgentTranscriptStores) await rekeyIfRoutingChanged(config, store, transcripts, logger, clock.now());
+  opened.push(() => transcripts.close());
+  if (transcripts instanceof AgentTranscriptStores) await rekeyIfRoutingChanged(config, store, transcripts, logger, clock.now(), options.rekeyHooks);
   const mcp = new McpHub({ config, registry: tools, logger, reconnectBaseMs: options.mcpReconnectBaseMs });
   // One machine journals accepted messages to inbox.jsonl; a cluster queues them in the shared database.
-  opened.push(() => transcripts.close());
   const inbox = cluster ? undefined : new Inbox({ file: path.join(config.stateDir, 'inbox.jsonl'), clock, logger });
   opened.push(() => inbox?.close());
   const pending = inbox?.open() ?? [];
@@ -291,6 +294,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)), budgetOf: (entry) => runtime.agentFor(entry.agentId).tokenBudget }),
       mountOpenAIRoutes({ config, sink: inbound, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
       mountCliRoutes({ sink: inbound, clock }),
+      ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({ channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())) })),
       mountPairingRoutes(pairingAdmin(pairing, config), logger),
       mountReadyRoute(ready),
       mountRunRoutes({ runs: () => allSessions(store, sessions), lanes: gateway.lanes, stop: (key) => runtime.stopByKey(key) }),

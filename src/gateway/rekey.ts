@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResolvedConfig } from '../config/resolved.ts';
 import type { Logger } from '../core/logger.ts';
@@ -7,6 +7,7 @@ import { agentOf } from '../routing/bindings.ts';
 import { buildSessionKey, parseSessionKey } from '../routing/session-key.ts';
 import type { AgentTranscriptStores } from '../sessions/agent-transcripts.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
+import { allSessions } from '../sessions/scan.ts';
 import type { SessionStore } from '../sessions/store.ts';
 import { archiveStamp } from '../sessions/transcript.ts';
 
@@ -22,10 +23,10 @@ export interface RekeyMove {
 }
 
 /**
- * The key an entry would get today, or undefined to leave it alone: sub-agent and internal sessions, the
- * API's (their agent is the caller's choice), and DMs under `dmScope: "main"` (one conversation shared by
- * everyone, which no single link or binding can own). Built with the key's own DM scope, so changing
- * `dmScope` moves nothing; only identity links and bindings do.
+ * The key an entry would get today, or undefined to leave it alone: sub-agent and internal sessions and the
+ * API's (their agent is the caller's choice). Built with the key's own DM scope, so changing `dmScope` moves
+ * nothing; only identity links and bindings do. A `dmScope: "main"` conversation follows the binding of the
+ * channel, account and peer it was started from (identity links do not apply under `main`).
  */
 export function keyNow(entry: SessionEntry, config: ResolvedConfig): string | undefined {
   let parsed;
@@ -35,7 +36,6 @@ export function keyNow(entry: SessionEntry, config: ResolvedConfig): string | un
     return undefined;
   }
   if (parsed.subagentId || entry.channel === 'internal' || entry.channel === 'api') return undefined;
-  if (parsed.chatType === 'direct' && parsed.dmScope === 'main') return undefined;
   const agentId = agentOf(config.bindings, entry, config.agents[0]?.id ?? 'main');
   try {
     return buildSessionKey(
@@ -49,35 +49,78 @@ export function keyNow(entry: SessionEntry, config: ResolvedConfig): string | un
 
 /**
  * What re-keying would do (SPEC §12), also listed by `switchboard doctor`. Entries bound for the same key
- * merge: the most recently active one continues, the others are archived (never deleted). Deterministic,
- * so a re-run after a crash half-way finds the same plan for what is left.
+ * merge: the most recently active one continues, the others are archived (never deleted). An entry already at
+ * a target key takes part in the merge only when it stays there; one that moves away itself frees the key.
+ * Moves are ordered so that a key is vacated before another entry moves in; a cycle (two identity links
+ * swapped) goes through a temporary key. Deterministic, so a re-run after a crash half-way finds the same plan
+ * for what is left.
  */
 export async function planRekey(entries: AsyncIterable<SessionEntry>, config: ResolvedConfig): Promise<RekeyMove[]> {
   const byKey = new Map<string, SessionEntry>();
+  const targets = new Map<string, string>();
   const moving: { entry: SessionEntry; to: string }[] = [];
   for await (const entry of entries) {
     byKey.set(entry.key, entry);
     const to = keyNow(entry, config);
-    if (to && to !== entry.key) moving.push({ entry, to });
+    if (to && to !== entry.key) {
+      moving.push({ entry, to });
+      targets.set(entry.key, to);
+    }
   }
   const groups = new Map<string, SessionEntry[]>();
   for (const { entry, to } of moving) groups.set(to, [...(groups.get(to) ?? []), entry]);
+  const archives: RekeyMove[] = [];
   const moves: RekeyMove[] = [];
   for (const [to, sources] of groups) {
-    const resident = byKey.get(to);
-    const candidates = resident && !sources.some((s) => s.sessionId === resident.sessionId) ? [resident, ...sources] : sources;
+    const atTarget = byKey.get(to);
+    const resident = atTarget && !targets.has(to) ? atTarget : undefined;
+    const candidates = resident ? [resident, ...sources] : sources;
     const winner = candidates.reduce((a, b) => (b.updatedAt > a.updatedAt || (b.updatedAt === a.updatedAt && b.key < a.key) ? b : a));
+    const toAgent = parseSessionKey(to).agentId;
     for (const entry of candidates) {
-      const toAgent = parseSessionKey(to).agentId;
+      // Several copies of one session id are one conversation (a crash between writing the new key and deleting the old one).
+      const continues = entry.sessionId === winner.sessionId;
       if (entry === resident) {
-        if (entry !== winner) moves.push({ from: to, to, sessionId: entry.sessionId, fromAgent: entry.agentId, toAgent: entry.agentId, action: 'archive' });
+        if (!continues) archives.push({ from: to, to, sessionId: entry.sessionId, fromAgent: entry.agentId, toAgent: entry.agentId, action: 'archive' });
         continue;
       }
-      moves.push({ from: entry.key, to, sessionId: entry.sessionId, fromAgent: entry.agentId, toAgent, action: entry === winner ? 'move' : 'archive' });
+      (continues ? moves : archives).push({ from: entry.key, to, sessionId: entry.sessionId, fromAgent: entry.agentId, toAgent, action: continues ? 'move' : 'archive' });
     }
   }
   // Archives first: by the time a winner takes a key, whatever it replaces is already kept elsewhere.
-  return moves.sort((a, b) => (a.action === b.action ? a.from.localeCompare(b.from) : a.action === 'archive' ? -1 : 1));
+  archives.sort((a, b) => a.from.localeCompare(b.from));
+  return [...archives, ...orderMoves(moves.sort((a, b) => a.from.localeCompare(b.from) || a.to.localeCompare(b.to)))];
+}
+
+/**
+ * Orders moves so that the move out of a key runs before any move into it. When only a cycle is left, its first
+ * move goes to a temporary key (which the next plan would send on to the same target) and continues from there.
+ */
+function orderMoves(pending: RekeyMove[]): RekeyMove[] {
+  const ordered: RekeyMove[] = [];
+  while (pending.length) {
+    const leaving = new Set(pending.map((m) => m.from));
+    const ready = pending.filter((m) => !leaving.has(m.to));
+    if (ready.length) {
+      ordered.push(...ready);
+      pending = pending.filter((m) => leaving.has(m.to));
+      continue;
+    }
+    const [first, ...rest] = pending as [RekeyMove, ...RekeyMove[]];
+    const parked = temporaryKey(first);
+    ordered.push({ ...first, to: parked, toAgent: first.fromAgent });
+    pending = [{ ...first, from: parked }, ...rest];
+  }
+  return ordered;
+}
+
+/** A key no conversation has: the target key under a made-up agent id named after the session id. */
+function temporaryKey(move: RekeyMove): string {
+  const p = parseSessionKey(move.to);
+  return buildSessionKey(
+    { agentId: `rekey-${move.sessionId}`, channel: p.channel ?? 'internal', accountId: p.accountId ?? 'default', chatType: p.chatType, peerId: p.peerId ?? 'main', groupId: p.groupId, threadId: p.threadId, threadKind: p.threadKind },
+    { dmScope: p.dmScope ?? 'per-peer', threads: 'separate', identityLinks: {} },
+  );
 }
 
 /** What applying a plan touches. */
@@ -94,22 +137,27 @@ export interface RekeyDeps {
 /**
  * Carries a plan out, each step safe to repeat: a moved transcript is found in its new folder, an entry
  * already written under its new key is not written again, and a source is deleted only once its
- * conversation is stored under the new key (or archived).
+ * conversation is stored under the new key (or archived), and its spawned children point to the new key.
  */
 export async function applyRekey(moves: readonly RekeyMove[], deps: RekeyDeps): Promise<number> {
+  if (!moves.length) return 0;
+  const children = new Map<string, string[]>();
+  for await (const e of allSessions(deps.store)) if (e.parentKey && e.key.includes(':subagent:')) children.set(e.parentKey, [...(children.get(e.parentKey) ?? []), e.key]);
   let done = 0;
   for (const move of moves) {
     const entry = await deps.store.get(move.from);
     if (!entry || entry.sessionId !== move.sessionId) continue;
     if (move.action === 'archive') {
       await archiveEntry(entry, deps);
+      deps.afterStep?.(`archive ${move.from}`);
       if (move.from !== move.to) await deps.store.delete(move.from);
       deps.afterStep?.(`archived ${move.from}`);
       deps.logger.info({ from: move.from, mergedInto: move.to, sessionId: move.sessionId }, 'session merged into another by re-keying; archived');
       done++;
       continue;
     }
-    await moveTranscript(entry.sessionId, move.toAgent, deps);
+    warnIfShared(entry, move, deps.logger);
+    await moveTranscript(entry.sessionId, move.toAgent, move.to, deps);
     deps.afterStep?.(`transcript ${move.from}`);
     const existing = await deps.store.get(move.to);
     if (existing?.sessionId !== entry.sessionId) {
@@ -117,6 +165,12 @@ export async function applyRekey(moves: readonly RekeyMove[], deps: RekeyDeps): 
       await deps.store.set({ ...entry, key: move.to, agentId: move.toAgent, ...(parsed.parentKey ? { parentKey: parsed.parentKey } : {}) });
     }
     deps.afterStep?.(`entry ${move.to}`);
+    for (const key of children.get(move.from) ?? []) {
+      const child = await deps.store.get(key);
+      if (child?.parentKey === move.from) await deps.store.set({ ...child, parentKey: move.to });
+    }
+    children.set(move.to, [...(children.get(move.to) ?? []), ...(children.get(move.from) ?? [])]);
+    deps.afterStep?.(`children ${move.from}`);
     await deps.store.delete(move.from);
     deps.afterStep?.(`deleted ${move.from}`);
     deps.logger.info({ from: move.from, to: move.to, sessionId: move.sessionId }, 'session re-keyed (identity links or bindings changed)');
@@ -125,14 +179,44 @@ export async function applyRekey(moves: readonly RekeyMove[], deps: RekeyDeps): 
   return done;
 }
 
-async function moveTranscript(sessionId: string, toAgent: string, deps: RekeyDeps): Promise<void> {
+/** A `dmScope: "main"` conversation is one for every channel; it follows the channel it was started from. */
+function warnIfShared(entry: SessionEntry, move: RekeyMove, logger: Logger): void {
+  const last = entry.deliveryTarget;
+  if (parseSessionKey(move.from).dmScope !== 'main' || !last || (last.channel === entry.channel && last.accountId === entry.accountId)) return;
+  logger.warn(
+    { from: move.from, to: move.to, startedOn: `${entry.channel}:${entry.accountId}`, lastUsedOn: `${last.channel}:${last.accountId}` },
+    'the dmScope "main" session was shared by several channels; it moves with the channel it was started from, so the other channels begin a new conversation under their own agent',
+  );
+}
+
+async function moveTranscript(sessionId: string, toAgent: string, toKey: string, deps: RekeyDeps): Promise<void> {
   const target = deps.transcripts.forAgent(toAgent).pathOf(sessionId);
-  if (existsSync(target)) return;
-  const source = deps.transcripts.pathOf(sessionId);
-  if (!existsSync(source)) return;
+  if (!existsSync(target)) {
+    const source = deps.transcripts.pathOf(sessionId);
+    if (!existsSync(source)) return;
+    deps.transcripts.forget(sessionId);
+    await mkdir(path.dirname(target), { recursive: true });
+    await rename(source, target);
+  }
   deps.transcripts.forget(sessionId);
-  await mkdir(path.dirname(target), { recursive: true });
-  await rename(source, target);
+  await rewriteHeaderKey(target, toKey);
+}
+
+/** The header names the key the transcript belongs to; written to a side file and renamed over, so a crash leaves one or the other. */
+async function rewriteHeaderKey(file: string, key: string): Promise<void> {
+  const text = await readFile(file, 'utf8');
+  const newline = text.indexOf('\n');
+  const first = newline < 0 ? text : text.slice(0, newline);
+  let header: { type?: string; key?: string };
+  try {
+    header = JSON.parse(first) as { type?: string; key?: string };
+  } catch {
+    return;
+  }
+  if (header.type !== 'session' || header.key === key) return;
+  const side = `${file}.rekey`;
+  await writeFile(side, `${JSON.stringify({ ...header, key })}${newline < 0 ? '\n' : text.slice(newline)}`);
+  await rename(side, file);
 }
 
 /** Keeps a merged-away conversation: its entry as JSON under `<stateDir>/archive/rekey/`, its transcript renamed `.merged.<UTC>`. */
