@@ -287,6 +287,7 @@ export class ContextEngine {
       session, provider: assembled.provider, model: assembled.model, context, kind,
       input: { correlationId: scope.correlationId, signal: scope.signal, onDelta: kind === 'turn' ? scope.onDelta : undefined, message: scope.message },
       usage: scope.usage, state: scope.state, logger: scope.logger, tools,
+      estimate: context === assembled.context ? assembled.estimate : Math.round(context.tokens * assembled.factor), budgetKey: this.budgetKeyOf(session.entry),
     });
     const counted = context.tokens;
     const reported = response.usage ? response.usage.inputTokens + response.usage.cacheReadTokens + response.usage.cacheWriteTokens : undefined;
@@ -297,6 +298,12 @@ export class ContextEngine {
         : Math.round(counted * this.calibration.factor(calibrationKey(assembled.providerId, assembled.model)));
     }
     return response;
+  }
+
+  /** The setting a session's token budget comes from (named when a call is refused, SPEC §14). */
+  private budgetKeyOf(entry: SessionEntry): string {
+    const agent = this.deps.agentFor(entry.agentId);
+    return agent.tokenBudget !== this.deps.config.session.tokenBudget ? `agents.list[${agent.id}].tokenBudget` : 'session.tokenBudget';
   }
 
   /** Tokens (ours) of the verbatim tail: `keepRecentTokens`, but at most half the budget of a small window. */

@@ -40,6 +40,13 @@ export interface ProviderCallRequest {
   state: { estimated: boolean; model?: string };
   logger: Logger;
   tools?: ToolSchema[];
+  /** The calibrated estimate of the prompt (our count times the model's factor); our raw count when absent. */
+  estimate?: number;
+  /**
+   * The setting the session budget comes from, named in the refusal: `session.tokenBudget` (the default) or
+   * the agent's own `agents.list[].tokenBudget`.
+   */
+  budgetKey?: string;
 }
 
 /**
@@ -62,11 +69,11 @@ export class ProviderCaller {
     const parentCorrelationId = input.message.internal?.parentCorrelationId;
     const scope: TurnScope = { correlationId: input.correlationId, sessionKey: session.key, sessionId: entry.sessionId, channel: input.message.channel, agentId: entry.agentId };
     if (parentCorrelationId) scope.parentCorrelationId = parentCorrelationId;
-    this.checkSessionBudget(entry, context.tokens + provider.maxTokens, input, logger);
+    const maxTokens = this.checkSessionBudget(entry, request, logger);
     let response: ProviderResponse;
     try {
       response = await provider.complete(
-        { model, messages: context.messages, tools, correlationId: input.correlationId, reasoningEffort: entry.overrides.reasoningEffort },
+        { model, messages: context.messages, tools, correlationId: input.correlationId, reasoningEffort: entry.overrides.reasoningEffort, maxTokens },
         { signal: input.signal, onDelta: kind === 'turn' ? input.onDelta : undefined },
       );
     } catch (error) {
@@ -108,17 +115,24 @@ export class ProviderCaller {
   }
 
   /**
-   * SPEC §14: a call whose prompt estimate plus reserved completion would take the session id's input +
-   * output tokens past its agent's `tokenBudget` is not made (nothing is sent, nothing is charged).
+   * SPEC §14: the calibrated prompt estimate is checked against what is left of the session id's input +
+   * output tokens under its agent's `tokenBudget`. A call with no room left for an answer is not made
+   * (nothing is sent, nothing is charged); otherwise the completion is capped at what is left
+   * (`min(provider.maxTokens, left − prompt)`), so an answer cannot take the session past its budget.
+   * Returns that cap, or undefined when there is no budget (the provider's own maxTokens applies).
    */
-  private checkSessionBudget(entry: SessionEntry, needed: number, input: Pick<CallInput, 'correlationId' | 'message'>, logger: Logger): void {
+  private checkSessionBudget(entry: SessionEntry, request: ProviderCallRequest, logger: Logger): number | undefined {
     const budget = this.deps.budgetOf(entry.agentId);
-    if (!budget) return;
+    if (!budget) return undefined;
     const used = (entry.sessionTokens?.input ?? 0) + (entry.sessionTokens?.output ?? 0);
-    if (used + needed <= budget) return;
+    const prompt = Math.max(0, Math.round(request.estimate ?? request.context.tokens));
+    const reserve = Math.min(request.provider.maxTokens, budget - used - prompt);
+    if (reserve >= 1) return reserve;
+    const { input } = request;
     this.deps.events.emit('onRefusal', { reason: 'session_budget', correlationId: input.correlationId, channel: input.message.channel, sessionKey: entry.key, at: this.deps.clock.now() });
-    logger.info({ used, budget, needed }, 'LLM call refused: it would pass the session token budget');
+    logger.info({ used, budget, prompt }, 'LLM call refused: it would pass the session token budget');
     const n = (v: number) => v.toLocaleString('en-US');
-    throw new BudgetExceededError('session_budget', `This conversation has used ${n(used)} of its ${n(budget)}-token budget, and the next reply needs up to ${n(needed)} more, so I did not send it. Start a new session with /new, or ask the owner to raise the budget (session.tokenBudget).`);
+    const key = request.budgetKey ?? 'session.tokenBudget';
+    throw new BudgetExceededError('session_budget', `This conversation has used ${n(used)} of its ${n(budget)}-token budget, and the next request alone needs about ${n(prompt)} more, so I did not send it. Start a new session with /new, or ask the owner to raise the budget (${key}).`);
   }
 }

@@ -63,12 +63,13 @@ export function mountAdminRoutes(deps: AdminDeps): (app: HttpApp) => void {
         const start = cursor ? active.findIndex((e) => e.key > cursor) : 0;
         const page = start < 0 ? [] : active.slice(start, start + limit);
         const nextCursor = start >= 0 && start + limit < active.length ? page[page.length - 1]?.key : undefined;
-        return c.json({ sessions: page.map((e) => presentEntry(e, true)), ...(nextCursor ? { nextCursor } : {}) });
+        return c.json({ sessions: page.map((e) => presentEntry(e, true, deps.budgetOf?.(e))), ...(nextCursor ? { nextCursor } : {}) });
       }
       const page = await deps.store.list({ channel, agentId, limit, cursor: c.req.query('cursor') || undefined });
       const sessions = page.entries.map((stored) => {
         const live = deps.sessions.peek(stored.key);
-        return presentEntry(live?.entry ?? stored, Boolean(live));
+        const entry = live?.entry ?? stored;
+        return presentEntry(entry, Boolean(live), deps.budgetOf?.(entry));
       });
       return c.json({ sessions, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
     });
@@ -88,7 +89,7 @@ export function mountAdminRoutes(deps: AdminDeps): (app: HttpApp) => void {
       const key = keyParam(c.req.param('key'));
       const entry = await deps.resetSession(key);
       if (!entry) throw new NotFoundError(`No session ${key}.`, 'session_not_found');
-      return c.json(presentEntry(entry, Boolean(deps.sessions.peek(key))));
+      return c.json(presentEntry(entry, Boolean(deps.sessions.peek(key)), deps.budgetOf?.(entry)));
     });
     app.post('/admin/sessions/:key/compact', async (c) => {
       const key = keyParam(c.req.param('key'));

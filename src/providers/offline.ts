@@ -30,21 +30,33 @@ export class OfflineProvider implements Provider {
     const lastUser = [...request.messages].reverse().find((m) => m.role === 'user');
     const turns = request.messages.filter((m) => m.role === 'user').length;
     const said = withoutRuntimeLine(lastUser?.content ?? '').trim();
-    const content = [
+    const full = [
       `(offline) You said: "${said.length > 500 ? `${said.slice(0, 500)}…` : said}"`,
       '',
       `I am the offline provider: no LLM is configured, so I only echo. This conversation has ${turns} message${turns === 1 ? '' : 's'} from you.`,
       'Set OPENAI_API_KEY (or OPENAI_BASE_URL for any OpenAI-compatible server) to talk to a real model.',
     ].join('\n');
+    const content = request.maxTokens ? cutToTokens(full, request.maxTokens, this.model) : full;
     if (options.onDelta) for (const piece of content.match(/\S+\s*/g) ?? []) options.onDelta(piece);
     const inputTokens = request.messages.reduce((n, m) => n + countTokens(m.content, this.model) + 4, 0);
     return {
       content,
       toolCalls: [],
       usage: { inputTokens, outputTokens: countTokens(content, this.model), cacheReadTokens: 0, cacheWriteTokens: 0 },
-      finishReason: 'stop',
+      finishReason: content === full ? 'stop' : 'length',
       model: this.model,
       retries: 0,
     };
   }
+}
+
+/** The longest run of whole words of `text` within `maxTokens` tokens (as a real model stops at max_tokens). */
+function cutToTokens(text: string, maxTokens: number, model: string): string {
+  if (countTokens(text, model) <= maxTokens) return text;
+  let kept = '';
+  for (const piece of text.match(/\S+\s*/g) ?? []) {
+    if (countTokens(kept + piece, model) > maxTokens) break;
+    kept += piece;
+  }
+  return kept.trimEnd();
 }

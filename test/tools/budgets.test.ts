@@ -50,26 +50,46 @@ describe('budgets and rate limits', () => {
   const { webchat, entry, metric } = http;
   const reply = (user: string, text: string) => http.say(user, text);
 
-  it('a session token budget refuses the call that would pass it before the provider sees it; /new starts a fresh budget', async () => {
+  it('budget 300 with fixed usage: the first message is sent with its answer capped to what is left; the turn that would pass is refused before the provider sees it; /new starts fresh', async () => {
     fake.fallback = () => ({ content: 'fine', usage: { prompt_tokens: 150, completion_tokens: 10 } });
-    await start({ session: { tokenBudget: 600 }, agents: { defaults: { tools: { preset: 'none' } } } });
+    // The provider's own maxTokens (4096) is far above the budget: the first message must still be sent.
+    await start({ providers: { default: { baseUrl: fake.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0 } }, session: { tokenBudget: 300 }, agents: { defaults: { tools: { preset: 'none' } } } });
     expect(await reply('alice', 'one')).toBe('fine');
-    expect(await reply('alice', 'two')).toBe('fine');
-    expect(fake.requests).toHaveLength(2);
-    const refused = await reply('alice', 'three');
-    expect(refused).toMatch(/^This conversation has used 320 of its 600-token budget, and the next reply needs up to [\d,]+ more, so I did not send it\. Start a new session with \/new, or ask the owner to raise the budget \(session\.tokenBudget\)\.$/);
-    expect(fake.requests).toHaveLength(2);
+    expect(fake.requests).toHaveLength(1);
+    const cap = fake.requests[0]!.body.max_completion_tokens as number;
+    expect(cap).toBeGreaterThan(0);
+    expect(cap).toBeLessThan(300);
+    const refused = await reply('alice', 'two');
+    expect(refused).toMatch(/^This conversation has used 160 of its 300-token budget, and the next request alone needs about \d+ more, so I did not send it\. Start a new session with \/new, or ask the owner to raise the budget \(session\.tokenBudget\)\.$/);
+    expect(fake.requests).toHaveLength(1);
     const key = 'agent:main:direct:alice';
-    expect(await entry(key)).toMatchObject({ runState: 'budget-limited', tokenBudget: { used: 320, budget: 600 } });
-    expect(await reply('alice', '/status')).toContain('• budget: 320 / 600 tokens this session');
+    expect(await entry(key)).toMatchObject({ runState: 'budget-limited', tokenBudget: { used: 160, budget: 300 } });
+    expect(await reply('alice', '/status')).toContain('• budget: 160 / 300 tokens this session');
     expect(await metric('switchboard_refusals_total{reason="session_budget"}')).toBe(1);
     await gw!.accounting.flush();
     const ledger = (await (await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent(key)}/timeline`)).json()) as { turns: unknown[] };
-    expect(ledger.turns).toHaveLength(2);
+    expect(ledger.turns).toHaveLength(1);
     await reply('alice', '/new');
-    expect(await reply('alice', 'four')).toBe('fine');
-    expect(fake.requests).toHaveLength(3);
-    expect((await entry(key)).tokenBudget).toEqual({ used: 160, budget: 600 });
+    expect(await reply('alice', 'three')).toBe('fine');
+    expect(fake.requests).toHaveLength(2);
+    expect((await entry(key)).tokenBudget).toEqual({ used: 160, budget: 300 });
+  });
+
+  it('an agent\'s own tokenBudget overrides session.tokenBudget: the refusal names it, /status and the admin routes show it', async () => {
+    fake.fallback = () => ({ content: 'fine', usage: { prompt_tokens: 150, completion_tokens: 10 } });
+    await start({ session: { tokenBudget: 100_000 }, agents: { defaults: { tools: { preset: 'none' } }, list: [{ id: 'main', tokenBudget: 300 }] } });
+    expect(await reply('alice', 'one')).toBe('fine');
+    expect(await reply('alice', 'two')).toMatch(/^This conversation has used 160 of its 300-token budget, .* ask the owner to raise the budget \(agents\.list\[main\]\.tokenBudget\)\.$/);
+    expect(fake.requests).toHaveLength(1);
+    const key = 'agent:main:direct:alice';
+    expect((await entry(key)).tokenBudget).toEqual({ used: 160, budget: 300 });
+    expect(await reply('alice', '/status')).toContain('• budget: 160 / 300 tokens this session\n');
+    const list = (await (await fetch(`${gw!.url}/admin/sessions`)).json()) as { sessions: { key: string; tokenBudget?: unknown }[] };
+    expect(list.sessions.find((e) => e.key === key)?.tokenBudget).toEqual({ used: 160, budget: 300 });
+    const active = (await (await fetch(`${gw!.url}/admin/sessions?active=1`)).json()) as { sessions: { key: string; tokenBudget?: unknown }[] };
+    expect(active.sessions.find((e) => e.key === key)?.tokenBudget).toEqual({ used: 160, budget: 300 });
+    const reset = await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent(key)}/reset`, { method: 'POST' });
+    expect(((await reset.json()) as { tokenBudget?: unknown }).tokenBudget).toEqual({ used: 0, budget: 300 });
   });
 
   it('3 per minute, burst 3: the web chat and the OpenAI API answer 429 with Retry-After; the bucket refills with the clock', async () => {
@@ -173,5 +193,20 @@ describe('budgets and rate limits', () => {
     expect(at({ tokens: 1200 })?.text).toContain('token budget (1,200 of 1,000 tokens, backgroundExecution.tokenBudget)');
     expect(at({}, 61)?.text).toContain('time budget (61 of 60 minutes, backgroundExecution.maxWallClockMinutes)');
     expect(runBudgetReached({ batch: 1, iteration: 0, correlationId: 'c', toolCalls: 1e6, tokens: 1e9, startedAt: 0 }, { tokenBudget: 0, maxWallClockMinutes: 0, maxToolCalls: 0 }, 1e12)).toBeUndefined();
+  });
+});
+
+describe('the per-request completion cap', () => {
+  it('the offline provider stops at the request\'s maxTokens, as a real model does', async () => {
+    const { OfflineProvider } = await import('../../src/providers/offline.ts');
+    const provider = new OfflineProvider({ id: 'offline' });
+    const request = { model: 'offline', messages: [{ role: 'user' as const, content: 'hello there' }], correlationId: 'c1' };
+    const capped = await provider.complete({ ...request, maxTokens: 6 });
+    expect(capped.content).toBe('(offline) You');
+    expect(capped.usage?.outputTokens).toBeLessThanOrEqual(6);
+    expect(capped.finishReason).toBe('length');
+    const whole = await provider.complete(request);
+    expect(whole.content.startsWith('(offline) You said: "hello there"\n\nI am the offline provider')).toBe(true);
+    expect(whole.finishReason).toBe('stop');
   });
 });
