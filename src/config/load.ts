@@ -154,7 +154,8 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
     providers[id] = { ...p, id, kind: offline ? 'offline' : 'openai', model: offline && p.kind !== 'offline' ? 'offline' : p.model };
   }
   const defaults = config.agents.defaults;
-  const agents = config.agents.list.map((a) => {
+  // The first agent keeps defaults.workspace; each other agent without its own gets a sibling folder `<workspace>-<id>`.
+  const agents = config.agents.list.map((a, index) => {
     const providerId = a.provider ?? defaults.provider;
     const provider = providers[providerId];
     if (!provider) throw new ConfigError(`Invalid configuration: agents.list[${a.id}].provider names "${providerId}", which is not under providers.`);
@@ -163,7 +164,7 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
       name: a.name ?? (a.id === 'main' ? 'Switchboard' : a.id),
       providerId,
       model: a.model ?? defaults.model ?? provider.model,
-      workspace: path.resolve(cwd, a.workspace ?? defaults.workspace),
+      workspace: path.resolve(cwd, a.workspace ?? (index === 0 ? defaults.workspace : `${defaults.workspace.replace(/[\\/]+$/, '')}-${a.id}`)),
       systemPrompt: a.systemPrompt ?? defaults.systemPrompt,
       tools: { preset: a.tools?.preset ?? defaults.tools.preset, allow: a.tools?.allow ?? defaults.tools.allow, deny: a.tools?.deny ?? defaults.tools.deny },
       tokenBudget: a.tokenBudget ?? config.session.tokenBudget,
