@@ -36,6 +36,26 @@ export function agentForModel(agents: readonly AgentConfig[], model: string | un
   return agents.find((a) => a.id === name) ?? agents.find((a) => a.model.toLowerCase() === model.trim().toLowerCase());
 }
 
+/**
+ * What `GET /v1/models` may list: exactly the names {@link agentForModel} routes, the agents by id, then each
+ * distinct model an agent is configured with (answered by the first agent using it). A provider's default model
+ * that no agent uses is not listed: asking for it would be a 404.
+ */
+export function routableModels(agents: readonly AgentConfig[]): { id: string; agent: AgentConfig; kind: 'agent' | 'model' }[] {
+  const seen = new Set<string>();
+  const list: { id: string; agent: AgentConfig; kind: 'agent' | 'model' }[] = [];
+  for (const agent of agents) {
+    seen.add(agent.id.toLowerCase());
+    list.push({ id: agent.id, agent, kind: 'agent' });
+  }
+  for (const agent of agents) {
+    if (seen.has(agent.model.toLowerCase())) continue;
+    seen.add(agent.model.toLowerCase());
+    list.push({ id: agent.model, agent, kind: 'model' });
+  }
+  return list;
+}
+
 export function textOf(content: CompletionRequest['messages'][number]['content']): string {
   if (typeof content === 'string') return content;
   if (!content) return '';
