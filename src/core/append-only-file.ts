@@ -9,8 +9,10 @@ export class AppendOnlyFile {
   readonly path: string;
   private fd: number | undefined;
 
-  constructor(path: string) {
+  /** `fd`: a descriptor already open for writing at the end of `path` (a file just created), adopted. */
+  constructor(path: string, fd?: number) {
     this.path = path;
+    this.fd = fd;
   }
 
   /** Appends the whole text; throws the file system's error (ENOSPC, EACCES...). */

@@ -1,4 +1,4 @@
-import { createReadStream, writeFileSync } from 'node:fs';
+import { closeSync, createReadStream, open as openCallback, writeSync } from 'node:fs';
 import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { AppendOnlyFile } from '../core/append-only-file.ts';
 import path from 'node:path';
@@ -102,15 +102,28 @@ export class JsonlTranscriptStore implements TranscriptStore {
   async create(sessionId: string, key: string, at: Date): Promise<void> {
     await this.ensureDir();
     const header: TranscriptHeader = { type: 'session', version: 1, sessionId, key, createdAt: at.toISOString() };
+    const file = this.pathOf(sessionId);
+    let fd: number;
     try {
-      // Written synchronously like the appends: creating a small file in the page cache takes microseconds,
-      // where an async open, write and close take three trips through the thread pool (sessions start often).
-      writeFileSync(this.pathOf(sessionId), `${JSON.stringify(header)}\n`, { flag: 'wx' });
-      this.remember(sessionId, []);
-      this.checkedTails.add(sessionId);
+      // Creating a file costs the file system a journal entry (some 100+ µs on ext4): done on the thread pool,
+      // not on the event loop every session start would otherwise stall. The descriptor is kept for the
+      // appends (a raw fd: a FileHandle costs more to make than the write it serves).
+      fd = await createExclusive(file);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      return;
     }
+    const text = Buffer.from(`${JSON.stringify(header)}\n`, 'utf8');
+    try {
+      let offset = 0;
+      while (offset < text.length) offset += writeSync(fd, text, offset, text.length - offset);
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+    this.adoptFile(sessionId, new AppendOnlyFile(file, fd));
+    this.remember(sessionId, []);
+    this.checkedTails.add(sessionId);
   }
 
   async append(sessionId: string, entries: TranscriptEntry | TranscriptEntry[]): Promise<void> {
@@ -187,15 +200,20 @@ export class JsonlTranscriptStore implements TranscriptStore {
    * cost a write each instead of an open, a write and a close.
    */
   private fileFor(sessionId: string, file: string): AppendOnlyFile {
-    let open = this.files.get(sessionId);
+    const open = this.files.get(sessionId);
     if (open) {
       this.files.delete(sessionId);
-    } else {
-      open = new AppendOnlyFile(file);
+      this.files.set(sessionId, open);
+      return open;
     }
-    this.files.set(sessionId, open);
+    return this.adoptFile(sessionId, new AppendOnlyFile(file));
+  }
+
+  private adoptFile(sessionId: string, file: AppendOnlyFile): AppendOnlyFile {
+    this.closeFile(sessionId);
+    this.files.set(sessionId, file);
     while (this.files.size > this.handleLimit) this.closeFile(this.files.keys().next().value as string);
-    return open;
+    return file;
   }
 
   private closeFile(sessionId: string): void {
@@ -268,6 +286,13 @@ export class JsonlTranscriptStore implements TranscriptStore {
     this.dirReady ??= mkdir(this.dir, { recursive: true });
     return this.dirReady;
   }
+}
+
+/** Creates `file` (refusing an existing one: EEXIST) open for appending; the open runs on the thread pool. */
+function createExclusive(file: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    openCallback(file, 'ax', (error, fd) => (error ? reject(error) : resolve(fd)));
+  });
 }
 
 /** `2026-11-30T04-00-00-000Z`: an ISO time that is a valid file name everywhere. */
