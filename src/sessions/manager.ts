@@ -150,13 +150,23 @@ export class SessionManager {
     const retry = this.options.retry ?? { retries: 5, minTimeout: 50, maxTimeout: 2000 };
     const write = previous.then(() => {
       if (this.queuedWrites.get(entry.key) === next) this.queuedWrites.delete(entry.key);
-      return pRetry(() => this.write(entry.key, next.snapshot), {
-        ...retry,
-        // Cluster mode: a replica that lost the session's lock may not write it again, now or at shutdown.
-        shouldRetry: ({ error }) => !lockLost(error),
-        onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
-          this.options.logger.warn({ err: error, key: entry.key, attemptNumber, retriesLeft }, 'session store write failed; retrying');
-        },
+      // The first attempt outside p-retry: nearly every write succeeds at once, and the retry machinery
+      // (options, closures, promise hops) costs more than the write itself on the hot path.
+      return this.write(entry.key, next.snapshot).catch((firstError: unknown) => {
+        let replay: unknown = firstError;
+        return pRetry(() => {
+          if (replay === undefined) return this.write(entry.key, next.snapshot);
+          const error = replay;
+          replay = undefined;
+          throw error; // p-retry counts the failed first attempt as its first, with the same backoff after it.
+        }, {
+          ...retry,
+          // Cluster mode: a replica that lost the session's lock may not write it again, now or at shutdown.
+          shouldRetry: ({ error }) => !lockLost(error),
+          onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
+            this.options.logger.warn({ err: error, key: entry.key, attemptNumber, retriesLeft }, 'session store write failed; retrying');
+          },
+        });
       });
     });
     next.write = write;
