@@ -200,15 +200,31 @@ function systemPart(input: ContextInput): SystemPart {
   const bootstrapText = input.bootstrap?.length ? renderBootstrap(input.bootstrap, input.bootstrapLimits ?? { maxChars: 0, totalMaxChars: 0 }) : '';
   const goal = entry.goal ? `Standing goal of this conversation: ${entry.goal}` : '';
   const text = [identityText(input), toolsText, bootstrapText, sessionFacts(input), goal].filter(Boolean).join('\n\n');
-  const part: SystemPart = {
-    inputs, text,
-    tokens: chatMessageTokens({ role: 'system', content: text }, model),
-    bootstrapTokens: bootstrapText ? countTokens(bootstrapText, model) : 0,
-    toolsTextTokens: countTokens(toolsText, model),
-    toolTokens: input.tools.map((t) => toolSchemaTokens(t, model)),
-  };
+  const counted = systemTokensOf(text, bootstrapText, toolsText, model);
+  const part: SystemPart = { inputs, text, ...counted, toolTokens: input.tools.map((t) => toolSchemaTokens(t, model)) };
   systemParts.set(entry, part);
   return part;
+}
+
+/**
+ * Token counts of a system text, by content: sessions of one agent, channel and model share the same text,
+ * so a new session (every few messages on a busy gateway) does not count a kilobyte of text again.
+ */
+const systemTokens = new Map<string, { tokens: number; bootstrapTokens: number; toolsTextTokens: number }>();
+
+function systemTokensOf(text: string, bootstrapText: string, toolsText: string, model: string) {
+  const key = `${model}\u0000${text}`;
+  let counted = systemTokens.get(key);
+  if (!counted) {
+    counted = {
+      tokens: chatMessageTokens({ role: 'system', content: text }, model),
+      bootstrapTokens: bootstrapText ? countTokens(bootstrapText, model) : 0,
+      toolsTextTokens: countTokens(toolsText, model),
+    };
+    if (systemTokens.size >= 64) systemTokens.clear();
+    systemTokens.set(key, counted);
+  }
+  return counted;
 }
 
 function identityText(input: ContextInput): string {
