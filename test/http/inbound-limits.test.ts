@@ -122,11 +122,11 @@ describe('inbound text size and event-loop stalls', () => {
     expect(next.status).toBe(200);
   });
 
-  it('says it in the stream when the web chat streams', async () => {
+  it('answers a streaming web chat request with the same JSON 413, before any stream', async () => {
     const response = await post(`${gw.url}/webchat/messages`, { user: 'big', text: 'y'.repeat(120_001) }, { accept: 'text/event-stream' });
-    const text = await response.text();
-    expect(text).toContain('event: error');
-    expect(text).toContain('inbound_too_large');
+    expect(response.status).toBe(413);
+    expect(response.headers.get('content-type')).toContain('application/json');
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('inbound_too_large');
   });
 
   it('refuses an API message over gateway.maxInboundChars with a 413', async () => {
