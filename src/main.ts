@@ -4,6 +4,7 @@ import type { ServerType } from '@hono/node-server';
 import { closeGracefully, listen } from './http/serve.ts';
 import { createChannelAdapters } from '../channels/index.ts';
 import { isWebchatChannel, webchatMessage } from '../channels/webchat/index.ts';
+import { isWebchatChannel, webchatMessage } from '../channels/webchat/index.ts';
 import { Accounting } from './accounting/accounting.ts';
 import { buildStatusReport, type StatusReport } from './accounting/status-report.ts';
 import { registerGatewayCommands } from './agent/builtin-commands.ts';
@@ -24,6 +25,7 @@ import { Gateway } from './gateway/gateway.ts';
 import { Inbox } from './gateway/inbox.ts';
 import { mountAdminRoutes } from './http/admin-routes.ts';
 import { mountCliRoutes } from './http/cli-routes.ts';
+import { mountWebchatRoutes } from './http/webchat-routes.ts';
 import { mountWebchatRoutes } from './http/webchat-routes.ts';
 import { mountPairingRoutes } from './http/pairing-routes.ts';
 import { mountRunRoutes } from './http/run-routes.ts';
@@ -294,6 +296,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)), budgetOf: (entry) => runtime.agentFor(entry.agentId).tokenBudget }),
       mountOpenAIRoutes({ config, sink: inbound, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
       mountCliRoutes({ sink: inbound, clock }),
+      ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({ channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())) })),
       ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({ channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())) })),
       mountPairingRoutes(pairingAdmin(pairing, config), logger),
       mountReadyRoute(ready),

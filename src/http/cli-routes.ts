@@ -5,7 +5,7 @@ import type { InboundSink } from '../core/channel-adapter.ts';
 import { BadRequestError } from '../core/errors.ts';
 import { outboundText, type InboundMessage } from '../core/message.ts';
 import type { HttpApp } from './app.ts';
-import { readJson } from './http-error.ts';
+import { jsonError, readJson } from './http-error.ts';
 
 /** The message `switchboard chat` sends for one line typed by `user` (channel `cli`, a direct chat). */
 export function cliMessage(user: string, text: string, now: number, correlationId?: string): InboundMessage {
@@ -19,7 +19,8 @@ export function cliMessage(user: string, text: string, now: number, correlationI
 /**
  * `POST /cli/messages` `{ user, text }`: the turn of `switchboard chat` when a gateway runs, through the
  * whole pipeline on channel `cli`. Answers Server-Sent Events: `delta` `{ text }` while the reply streams,
- * then `done` `{ sessionKey, sessionId, reply, correlationId, outcome }`.
+ * then `done` `{ sessionKey, sessionId, reply, correlationId, outcome }`. Over `limits.perSender` it answers
+ * 429 with `Retry-After` (OpenAI's error shape) instead of a stream.
  */
 export function mountCliRoutes(deps: { sink: InboundSink; clock: Clock }): (app: HttpApp) => void {
   return (app) => {
@@ -34,6 +35,12 @@ export function mountCliRoutes(deps: { sink: InboundSink; clock: Clock }): (app:
       let forward = (delta: string) => { early.push(delta); };
       // Accepted (or refused with a JSON error) before the stream opens.
       const submission = await deps.sink(cliMessage(user, text, deps.clock.now(), c.get('correlationId')), { onDelta: (d) => forward(d), signal: abort.signal });
+      // Over limits.perSender: said before any stream, so the terminal prints it (channel cli has no adapter for the notice).
+      if (submission.status === 'rate_limited') {
+        const seconds = submission.retryAfterSeconds ?? 60;
+        c.header('retry-after', String(seconds));
+        return jsonError(c, 429, `Slow down, please: too many messages from you; try again in ${seconds} s.`, 'rate_limit_exceeded');
+      }
       return streamSSE(c, async (stream) => {
         stream.onAbort(() => abort.abort());
         let chain: Promise<void> = Promise.resolve();

@@ -1,0 +1,133 @@
+import { streamSSE } from 'hono/streaming';
+import type { ChannelStatus, SubmitOptions, Submission, TurnResult } from '../core/channel-adapter.ts';
+import { BadRequestError, SwitchboardError } from '../core/errors.ts';
+import { outboundText } from '../core/message.ts';
+import type { HttpApp } from './app.ts';
+import { errorBody, readJson } from './http-error.ts';
+
+/** A reply sent to a web chat user outside a request. */
+export interface WebchatLaterReply {
+  text: string;
+  kind: string;
+  at: number;
+}
+
+/** The web chat channel as its routes see it (`channels/webchat`, wired by `src/main.ts`). */
+export interface WebchatEndpoint {
+  readonly status: ChannelStatus;
+  /** Submits what `user` typed; the turn's own replies come back in `done`. */
+  submit(user: string, text: string, options?: SubmitOptions & { correlationId?: string }): Promise<Submission>;
+  /** Hands `user`'s later replies to `listener` until the returned function is called; `close` when the channel stops. */
+  subscribe(user: string, listener: { reply(push: WebchatLaterReply): void; close(): void }): () => void;
+}
+
+/** What the web chat routes need. */
+export interface WebchatRouteDeps {
+  channel: WebchatEndpoint;
+  /** The session key of `user`'s web chat (told to a page when it subscribes, so it can show the history). */
+  sessionKeyFor?: (user: string) => string | undefined;
+  /** Comment lines that keep an idle event stream open through proxies (default every 15 s). */
+  heartbeatMs?: number;
+}
+
+const USER = /^[\w.@+-]{1,128}$/;
+
+class WebchatStoppedError extends SwitchboardError {
+  constructor() {
+    super('CHANNEL_STOPPED', 'The web chat is not running; try again once the gateway is back.', { status: 503 });
+  }
+}
+
+/** Reply text of a finished turn: every reply, notices first. */
+const replyText = (result: TurnResult | undefined) => (result?.replies ?? []).map(outboundText).join('\n\n');
+
+function checkedUser(user: unknown): string {
+  if (user === undefined) return 'web';
+  if (typeof user !== 'string' || !USER.test(user)) throw new BadRequestError('Field "user" must be 1-128 letters, digits or . _ @ + -.', 'invalid_user');
+  return user;
+}
+
+/** 429 in OpenAI's error shape with `Retry-After` (SPEC §14). */
+function rateLimited(retryAfterSeconds: number): Response {
+  return new Response(JSON.stringify(errorBody(429, `Too many messages from you; try again in ${retryAfterSeconds} s.`, 'rate_limit_exceeded')), {
+    status: 429, headers: { 'content-type': 'application/json', 'retry-after': String(retryAfterSeconds) },
+  });
+}
+
+/**
+ * The web chat over HTTP (SPEC §7):
+ * - `POST /webchat/messages` `{ user, text }` answers `{ sessionKey, sessionId, reply, correlationId }`, or, with
+ *   `Accept: text/event-stream`, `delta` `{ text }` events then `done` (same fields). A refusal (400, 413, 429
+ *   with `Retry-After`, 503) is a JSON error before any stream opens.
+ * - `GET /webchat/events?user=NAME`: `ready` `{ user, sessionKey }`, then a `reply` `{ text, kind, at }` for
+ *   every reply sent to that user outside a request (a sub-agent's result, a goal's background batches).
+ */
+export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => void {
+  const { channel } = deps;
+  return (app) => {
+    app.post('/webchat/messages', async (c) => {
+      if (channel.status !== 'running') throw new WebchatStoppedError();
+      const body = await readJson(c) as { user?: unknown; text?: unknown } | null;
+      const text = body?.text;
+      if (typeof text !== 'string' || !text.trim()) throw new BadRequestError('Field "text" must be a non-empty string.', 'invalid_text');
+      const user = checkedUser(body?.user);
+      const signal = c.req.raw.signal;
+      const correlationId = c.get('correlationId');
+      if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
+        const submission = await channel.submit(user, text, { signal, correlationId });
+        if (submission.status === 'rate_limited') return rateLimited(submission.retryAfterSeconds ?? 60);
+        const result = await submission.done;
+        return c.json({ sessionKey: submission.sessionKey, sessionId: result?.sessionId, reply: replyText(result), correlationId: submission.correlationId });
+      }
+      const early: string[] = [];
+      let forward = (delta: string) => { early.push(delta); };
+      // Accepted or refused (JSON error) before the stream opens.
+      const submission = await channel.submit(user, text, { onDelta: (d) => forward(d), signal, correlationId });
+      if (submission.status === 'rate_limited') return rateLimited(submission.retryAfterSeconds ?? 60);
+      c.header('x-accel-buffering', 'no');
+      return streamSSE(c, async (stream) => {
+        let chain: Promise<void> = Promise.resolve();
+        const send = (delta: string) => {
+          chain = chain.then(() => stream.writeSSE({ event: 'delta', data: JSON.stringify({ text: delta }) }));
+        };
+        for (const delta of early.splice(0)) send(delta);
+        forward = send;
+        const result = await submission.done;
+        await chain;
+        await stream.writeSSE({
+          event: 'done',
+          data: JSON.stringify({ sessionKey: submission.sessionKey, sessionId: result?.sessionId, reply: replyText(result), correlationId: submission.correlationId }),
+        });
+      });
+    });
+
+    app.get('/webchat/events', (c) => {
+      if (channel.status !== 'running') throw new WebchatStoppedError();
+      const user = checkedUser(c.req.query('user'));
+      let sessionKey: string | undefined;
+      try {
+        sessionKey = deps.sessionKeyFor?.(user);
+      } catch { /* a page without the key still gets the replies */ }
+      c.header('x-accel-buffering', 'no');
+      c.header('cache-control', 'no-store');
+      return streamSSE(c, async (stream) => {
+        await stream.writeSSE({ event: 'ready', data: JSON.stringify({ user, sessionKey }) });
+        let heartbeat: NodeJS.Timeout | undefined;
+        let unsubscribe = () => undefined as void;
+        await new Promise<void>((resolve) => {
+          let chain: Promise<void> = Promise.resolve();
+          stream.onAbort(resolve);
+          unsubscribe = channel.subscribe(user, {
+            reply: (push) => { chain = chain.then(() => stream.writeSSE({ event: 'reply', data: JSON.stringify(push) })).catch(resolve); },
+            close: resolve,
+          });
+          heartbeat = setInterval(() => { stream.write(': keep-alive\n\n').catch(resolve); }, deps.heartbeatMs ?? 15_000);
+          heartbeat.unref();
+        }).finally(() => {
+          clearInterval(heartbeat);
+          unsubscribe();
+        });
+      });
+    });
+  };
+}
