@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AgentConfig, ResolvedConfig } from '../config/resolved.ts';
 import type { TokenUsage } from '../core/channel-adapter.ts';
 import type { Clock } from '../core/clock.ts';
-import { isAbortError, ProviderError } from '../core/errors.ts';
+import { BudgetExceededError, isAbortError, ProviderError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { InboundMessage } from '../core/message.ts';
 import type { ChatMessage, Provider, ProviderResponse, ToolSchema } from '../providers/types.ts';
@@ -222,7 +222,7 @@ export class ContextEngine {
       messages: plan.summarize, previousSummary: previous, instructions: options.instructions, model: before.model, chunkTokens,
       call: async (messages) => (await this.callCounted(session, before, adHocContext(messages, before.model, 'history'), 'compaction', scope, [])).content,
     }).catch((error: unknown) => {
-      if (isAbortError(error) || scope.signal.aborted || error instanceof CompactionError) throw error;
+      if (isAbortError(error) || scope.signal.aborted || error instanceof CompactionError || error instanceof BudgetExceededError) throw error;
       throw new CompactionError(`The summary call failed (${(error as Error).message}).`, error);
     });
     const record: TranscriptCompaction = {
@@ -243,7 +243,8 @@ export class ContextEngine {
     try {
       return await this.compact(session, scope, options);
     } catch (error) {
-      if (isAbortError(error) || scope.signal.aborted) throw error;
+      // Over the session budget the turn is refused with the budget line (counted once), not retried.
+      if (isAbortError(error) || scope.signal.aborted || error instanceof BudgetExceededError) throw error;
       scope.logger.warn({ err: error, reason: options.reason }, 'compaction failed; the session stays as it was and compaction is tried again at the next turn');
       const message = error instanceof Error ? error.message : String(error);
       return { compacted: false, tokensBefore: session.entry.contextTokens, tokensAfter: session.entry.contextTokens, reason: 'failed', error: message };
@@ -276,7 +277,8 @@ export class ContextEngine {
       }
       if (written) scope.logger.info({ notes: written }, 'memory flush wrote notes');
     } catch (error) {
-      if (isAbortError(error) || scope.signal.aborted) throw error;
+      // A flush refused by the session budget stops the compaction: its summary call would be refused too.
+      if (isAbortError(error) || scope.signal.aborted || error instanceof BudgetExceededError) throw error;
       scope.logger.warn({ err: error }, 'memory flush failed; compacting anyway');
     }
   }

@@ -4,7 +4,8 @@ import type { SessionManager } from '../sessions/manager.ts';
 import type { SessionStore } from '../sessions/store.ts';
 import type { TranscriptStore } from '../sessions/transcript.ts';
 import { parseSessionKey } from '../routing/session-key.ts';
-import { NotFoundError, BadRequestError } from '../core/errors.ts';
+import { BudgetExceededError, NotFoundError, BadRequestError } from '../core/errors.ts';
+import { jsonError } from './http-error.ts';
 import type { HttpApp } from './app.ts';
 import { compactionAnswer } from '../agent/context-commands.ts';
 import type { CompactionOutcome } from '../agent/context-engine.ts';
@@ -93,7 +94,14 @@ export function mountAdminRoutes(deps: AdminDeps): (app: HttpApp) => void {
     });
     app.post('/admin/sessions/:key/compact', async (c) => {
       const key = keyParam(c.req.param('key'));
-      const result = deps.compactSession ? await deps.compactSession(key) : undefined;
+      let result: Awaited<ReturnType<NonNullable<AdminDeps['compactSession']>>>;
+      try {
+        result = deps.compactSession ? await deps.compactSession(key) : undefined;
+      } catch (error) {
+        // The session's state (its spent budget) forbids the summary call; retrying will not help until /new.
+        if (error instanceof BudgetExceededError) return jsonError(c, 409, error.message, 'session_budget');
+        throw error;
+      }
       if (!result) throw new NotFoundError(`No session ${key}.`, 'session_not_found');
       const { outcome, entry } = result;
       return c.json({ sessionKey: key, sessionId: entry.sessionId, ...outcome, message: compactionAnswer(outcome), compactionCount: entry.compactionCount, contextTokens: entry.contextTokens });

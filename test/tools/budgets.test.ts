@@ -92,6 +92,27 @@ describe('budgets and rate limits', () => {
     expect(((await reset.json()) as { tokenBudget?: unknown }).tokenBudget).toEqual({ used: 0, budget: 300 });
   });
 
+  it('over budget, an admin or chat compaction answers with the budget line (409 session_budget), its refused memory flush counted once', async () => {
+    fake.fallback = () => ({ content: 'fine', usage: { prompt_tokens: 300, completion_tokens: 100 } });
+    await start({ session: { tokenBudget: 1000 }, agents: { defaults: { tools: { preset: 'none' }, compaction: { keepRecentTokens: 1 } } } });
+    expect(await reply('alice', 'one')).toBe('fine');
+    expect(await reply('alice', 'two')).toBe('fine');
+    expect(fake.requests).toHaveLength(2);
+    const key = 'agent:main:direct:alice';
+    const compact = await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent(key)}/compact`, { method: 'POST' });
+    expect(compact.status).toBe(409);
+    const body = (await compact.json()) as { error: { message: string; type: string; code: string } };
+    expect(body.error.code).toBe('session_budget');
+    expect(body.error.type).toBe('conflict_error');
+    expect(body.error.message).toMatch(/^This conversation has used 800 of its 1,000-token budget, .* Start a new session with \/new, or ask the owner to raise the budget \(session\.tokenBudget\)\.$/);
+    expect(fake.requests).toHaveLength(2);
+    expect(await metric('switchboard_refusals_total{reason="session_budget"}')).toBe(1);
+    expect(await reply('alice', '/compact')).toContain('This conversation has used 800 of its 1,000-token budget');
+    expect(fake.requests).toHaveLength(2);
+    expect(await metric('switchboard_refusals_total{reason="session_budget"}')).toBe(2);
+    expect((await entry(key)).compactionCount).toBe(0);
+  });
+
   it('3 per minute, burst 3: the web chat and the OpenAI API answer 429 with Retry-After; the bucket refills with the clock', async () => {
     fake.fallback = () => ({ content: 'ok', usage: null });
     await start({ limits: { perSender: { perMinute: 3, burst: 3 } }, agents: { defaults: { tools: { preset: 'none' } } } });
