@@ -178,7 +178,8 @@ class DiscordChannel implements ChannelAdapter {
     const client = this.createClient(shard);
     created(client);
     const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
-    const loggedIn = client.login(account.token).then(() => ready);
+    // The shards' sockets and timers are created here: what escapes them carries the channel's context.
+    const loggedIn = runWithLogContext(this.context, () => client.login(account.token)).then(() => ready);
     loggedIn.catch(() => undefined); // A late rejection after a timeout is not unhandled.
     const ms = this.options.startTimeoutMs ?? 30_000;
     let timer: NodeJS.Timeout | undefined;

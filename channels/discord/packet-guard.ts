@@ -91,17 +91,83 @@ export function dispatchProblem(packet: unknown): string | undefined {
   return undefined;
 }
 
+/** Gateway opcodes whose data @discordjs/ws itself reads (the rest it reads nothing of, or only `t` and `s`). */
+const DISPATCH = 0;
+const INVALID_SESSION = 9;
+const HELLO = 10;
+
+/**
+ * Why a gateway frame cannot be handed to @discordjs/ws, or undefined when it can. It reads READY's
+ * data itself (then discord.js reads `guilds`), and HELLO's heartbeat interval, before any guard of
+ * dispatches sees them: a null there threw inside its message handler (an unhandled rejection), and a
+ * missing interval made it heartbeat every millisecond.
+ */
+export function frameProblem(frame: unknown): string | undefined {
+  if (!frame || typeof frame !== 'object') return undefined;
+  const { op, t, d } = frame as { op?: unknown; t?: unknown; d?: unknown };
+  if (op === DISPATCH && t === 'READY') return dispatchProblem(frame);
+  if (op === HELLO) {
+    const interval = d && typeof d === 'object' ? (d as { heartbeat_interval?: unknown }).heartbeat_interval : undefined;
+    if (typeof interval !== 'number' || !Number.isFinite(interval) || interval <= 0) return `the heartbeat interval is ${typeOf(interval)} ${String(interval)}, not a positive number`;
+  }
+  return undefined;
+}
+
 type Listener = (payload: { data: { t: string; d: unknown }; shardId: number }) => void;
+/** The parts of an @discordjs/ws shard the guard wraps. */
+interface ShardInternals {
+  id?: number;
+  unpackMessage?: (data: unknown, isBinary: boolean) => unknown;
+  onMessage?: (data: unknown, isBinary: boolean) => Promise<void>;
+}
 interface ManagerInternals {
   attachEvents?: () => void;
   handlePacket?: (packet?: { t?: string }, shard?: { id?: number }) => boolean;
-  _ws?: { on: (event: string, listener: Listener) => unknown } | null;
+  _ws?: {
+    on: (event: string, listener: Listener) => unknown;
+    strategy?: { spawn?: (ids: number[]) => Promise<void>; shards?: Map<number, ShardInternals> };
+  } | null;
+}
+
+const guardedShards = new WeakSet<object>();
+
+/** Checks every frame a shard unpacks ({@link frameProblem}) and catches what its message handler throws. */
+function guardShard(shard: ShardInternals, hooks: PacketGuardHooks): void {
+  const unpack = shard.unpackMessage;
+  const onMessage = shard.onMessage;
+  if (guardedShards.has(shard) || typeof unpack !== 'function' || typeof onMessage !== 'function') return;
+  guardedShards.add(shard);
+  shard.unpackMessage = async function guardedUnpack(data, isBinary) {
+    const frame = await unpack.call(this, data, isBinary);
+    const problem = frameProblem(frame);
+    if (problem) {
+      const { op, t } = frame as { op?: unknown; t?: unknown };
+      hooks.dropped(op === HELLO ? 'HELLO' : String(t), problem, shard.id);
+      return null;
+    }
+    // Not resumable unless it says so: a reconnect with a fresh session is always safe.
+    if (frame && typeof frame === 'object' && (frame as { op?: unknown }).op === INVALID_SESSION && typeof (frame as { d?: unknown }).d !== 'boolean') {
+      (frame as { d: boolean }).d = false;
+    }
+    return frame;
+  };
+  shard.onMessage = function guardedOnMessage(data, isBinary) {
+    return runWithLogContext(hooks.context, async () => {
+      try {
+        await onMessage.call(this, data, isBinary);
+      } catch (error) {
+        hooks.failed('gateway frame', error, shard.id);
+      }
+    });
+  };
 }
 
 /**
  * Puts a guard between the Discord gateway and discord.js's handlers, which assume well-formed data and
  * throw otherwise (from inside an event emitter, where nothing catches it: a crash of the whole process).
- * Each dispatch is checked first ({@link dispatchProblem}) and dropped when malformed; an exception
+ * Each frame is checked as the shard unpacks it ({@link frameProblem}: READY, HELLO; an INVALID_SESSION
+ * without a boolean is taken as not resumable) and each dispatch before discord.js handles it
+ * ({@link dispatchProblem}); a malformed one is dropped. An exception
  * while discord.js handles one is caught and reported, so the adapter can restart a client whose caches
  * may now be inconsistent. Everything runs in the adapter's log context. Returns false when discord.js
  * has changed where this hooks in (the process-level guard then remains the last line).
@@ -127,9 +193,28 @@ export function guardDispatches(client: Client, hooks: PacketGuardHooks): boolea
   manager.attachEvents = function guardedAttachEvents(this: ManagerInternals) {
     const ws = this._ws;
     if (!ws || typeof ws.on !== 'function') return attach.call(this);
+    const strategy = ws.strategy;
+    const spawn = strategy?.spawn;
+    if (strategy && typeof spawn === 'function') {
+      // Shards are created on connect (and again after a reshard): guard each one as it comes.
+      strategy.spawn = async function guardedSpawn(shardIds) {
+        await spawn.call(this, shardIds);
+        for (const shard of strategy.shards?.values() ?? []) guardShard(shard, hooks);
+      };
+    }
     const on = ws.on;
     const own = Object.prototype.hasOwnProperty.call(ws, 'on');
     ws.on = function guardedOn(event, listener) {
+      // discord.js's READY handler reads `guilds`; what still throws there is caught and reported.
+      if (event === 'ready') {
+        return on.call(this, event, (payload) => runWithLogContext(hooks.context, () => {
+          try {
+            listener(payload);
+          } catch (error) {
+            hooks.failed('READY', error, payload?.shardId);
+          }
+        }));
+      }
       if (event !== 'dispatch') return on.call(this, event, listener);
       return on.call(this, event, (payload) => runWithLogContext(hooks.context, () => {
         const problem = dispatchProblem(payload?.data);

@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDiscordChannel } from '../../../channels/discord/index.ts';
+import { createTelegramChannel } from '../../../channels/telegram/index.ts';
 import { createWebchatChannel } from '../../../channels/webchat/index.ts';
 import { systemClock } from '../../../src/core/clock.ts';
 import { createLogger } from '../../../src/core/logger.ts';
@@ -9,6 +10,7 @@ import { processGuardStats } from '../../../src/core/process-guard.ts';
 import type { RunningGateway } from '../../../src/main.ts';
 import { snowflake, startFakeDiscord, type FakeDiscord } from '../../fakes/fake-discord.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../../fakes/fake-openai.ts';
+import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram.ts';
 import { startTestGateway, tempDir, testConfig } from '../../helpers/gateway.ts';
 import { junk, mutated } from '../../helpers/mutations.ts';
 import { alice, ids } from './setup.ts';
@@ -55,6 +57,7 @@ const frame = fc.oneof(
 
 describe('discord intake under malformed gateway frames (real discord.js against the fake gateway)', () => {
   let discord: FakeDiscord;
+  let telegram: FakeTelegram;
   let openai: FakeOpenAI;
   let gw: RunningGateway;
   let tmp: ReturnType<typeof tempDir>;
@@ -68,20 +71,23 @@ describe('discord intake under malformed gateway frames (real discord.js against
       guilds: [{ id: ids.guild, channels: [{ id: ids.channel }] }, { id: ids.otherGuild, channels: [{ id: ids.otherChannel }] }],
     });
     openai = await startFakeOpenAI();
+    telegram = await startFakeTelegram();
     tmp = tempDir('switchboard-discord-fuzz-');
-    const config = testConfig(tmp.dir, {
-      providers: { default: { maxRetries: 0 } },
-      channels: { discord: { dmPolicy: 'allowlist', allowFrom: [alice.id], guilds: [ids.guild] } },
-    }, { DISCORD_BOT_TOKEN: discord.token, DISCORD_API_BASE: discord.api, OPENAI_BASE_URL: openai.baseURL, OPENAI_API_KEY: 'sk-test', OPENAI_MODEL: 'gpt-test' });
+    const channels = { discord: { dmPolicy: 'allowlist', allowFrom: [alice.id], guilds: [ids.guild] }, telegram: { dmPolicy: 'open' } };
+    const config = testConfig(tmp.dir, { providers: { default: { maxRetries: 0 } }, channels }, {
+      DISCORD_BOT_TOKEN: discord.token, DISCORD_API_BASE: discord.api, TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot,
+      OPENAI_BASE_URL: openai.baseURL, OPENAI_API_KEY: 'sk-test', OPENAI_MODEL: 'gpt-test',
+    });
     const logger = createLogger({
       level: 'warn',
       destination: new Writable({ write(chunk, _e, done) { const msg = String(JSON.parse(String(chunk)).msg); logged.set(msg, (logged.get(msg) ?? 0) + 1); done(); } }),
     });
     const adapter = createDiscordChannel({ account: config.channels.discord[0]!, clock: systemClock, logger, stateDir: config.stateDir, restartBackoff: { baseMs: 20, maxMs: 200 } });
     gw = await startTestGateway({
-      dir: tmp.dir, logger, adapters: [adapter, createWebchatChannel({ clock: systemClock })],
+      dir: tmp.dir, logger,
+      adapters: [adapter, createWebchatChannel({ clock: systemClock }), createTelegramChannel({ account: config.channels.telegram[0]!, clock: systemClock, logger, stateDir: config.stateDir })],
       // A turn still running at the end need not be waited for (the default grace is 10 s; this hook has 20).
-      config: { gateway: { shutdownGraceMs: 1000 }, providers: { default: { maxRetries: 0 } }, channels: { discord: { dmPolicy: 'allowlist', allowFrom: [alice.id], guilds: [ids.guild] } } },
+      config: { gateway: { shutdownGraceMs: 1000 }, providers: { default: { maxRetries: 0 } }, channels },
       env: { OPENAI_BASE_URL: openai.baseURL, OPENAI_API_KEY: 'sk-test', OPENAI_MODEL: 'gpt-test' },
     });
   });
@@ -89,6 +95,7 @@ describe('discord intake under malformed gateway frames (real discord.js against
   afterAll(async () => {
     await gw?.stop();
     await discord?.close();
+    await telegram?.close();
     await openai?.close();
     tmp?.remove();
   });
@@ -99,6 +106,16 @@ describe('discord intake under malformed gateway frames (real discord.js against
     discord.message({ channel_id: ids.dm, content: text, id: snowflake() });
     const reply = await discord.waitForCall((c) => c.method === 'POST' && c.status === 200 && c.path === `/api/v10/channels/${ids.dm}/messages` && c.body?.content === `echo: ${text}`, 10_000);
     expect(reply.body?.content).toBe(`echo: ${text}`);
+  }
+
+  /** The web chat and another platform channel (Telegram, polling) still answer. */
+  async function othersAnswer(): Promise<void> {
+    const web = await fetch(`${gw.url}/webchat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'web', text: 'still there?' }) });
+    expect(web.status).toBe(200);
+    expect(((await web.json()) as { reply: string }).reply).toBe('echo: still there?');
+    const text = `telegram probe ${++probes}`;
+    telegram.pushUpdate({ message: { message_id: probes, date: 1, chat: { id: 4242, type: 'private' }, from: { id: 4242, is_bot: false, first_name: 'Tom' }, text } });
+    await telegram.waitFor('sendMessage', (c) => c.body.text === `echo: ${text}`, 10_000);
   }
 
   it('drops or survives thousands of malformed dispatches, and the channel and the others keep answering', async () => {
@@ -112,9 +129,7 @@ describe('discord intake under malformed gateway frames (real discord.js against
       await probe();
     }), { numRuns: 50, seed: 16_001, endOnFailure: true });
     expect(frames).toBe(2500);
-    const web = await fetch(`${gw.url}/webchat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'web', text: 'still there?' }) });
-    expect(web.status).toBe(200);
-    expect(((await web.json()) as { reply: string }).reply).toBe('echo: still there?');
+    await othersAnswer();
     expect(gw.adapters[0]!.status).toBe('running');
     expect(processGuardStats).toEqual(guardBefore);
     // Most malformed frames are dropped before discord.js sees them.
@@ -128,4 +143,30 @@ describe('discord intake under malformed gateway frames (real discord.js against
     await probe();
     expect(processGuardStats).toEqual(guardBefore);
   }, 30_000);
+
+  it('drops gateway-level frames with null or malformed data (READY, HELLO) before @discordjs/ws reads them, and takes an INVALID_SESSION without a boolean as not resumable', async () => {
+    const dropped = () => logged.get('discord: dropped a malformed gateway event') ?? 0;
+    const failed = () => logged.get('discord: discord.js failed on a gateway event; the channel goes on') ?? 0;
+    const droppedBefore = dropped();
+    const failedBefore = failed();
+    const frames = [
+      '{"op":0,"t":"READY","s":9001,"d":null}', '{"op":0,"t":"READY","s":9002,"d":{}}', '{"op":0,"t":"READY","d":{"user":null,"session_id":"s","guilds":"x"}}',
+      '{"op":0,"t":"READY","d":{"user":{"id":"1"},"session_id":"s","guilds":null}}',
+      '{"op":10,"d":null}', '{"op":10,"d":{}}', '{"op":10,"d":{"heartbeat_interval":"x"}}', '{"op":10,"d":{"heartbeat_interval":-1}}',
+    ];
+    for (const raw of frames) discord.sendRaw(raw);
+    await probe();
+    expect(dropped() - droppedBefore).toBe(frames.length);
+    // INVALID_SESSION: the shard reconnects with a fresh session instead of throwing on `d.toString()`.
+    for (const d of ['null', '"yes"']) {
+      const identifies = discord.identifies;
+      discord.sendRaw(`{"op":9,"d":${d}}`);
+      await expect.poll(() => discord.identifies, { timeout: 10_000 }).toBeGreaterThan(identifies);
+      await probe();
+    }
+    expect(processGuardStats).toEqual(guardBefore);
+    expect(failed() - failedBefore).toBe(0);
+    expect(gw.adapters[0]!.status).toBe('running');
+    await othersAnswer();
+  }, 60_000);
 });
