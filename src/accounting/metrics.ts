@@ -125,7 +125,8 @@ export class GatewayMetrics {
   }
 
   toolCall(event: ToolCallEvent): void {
-    this.toolCalls.inc({ tool: event.name, outcome: event.outcome });
+    // The model names the tool: a name no tool has would become a label value of its choosing.
+    this.toolCalls.inc({ tool: event.outcome === 'unknown_tool' ? 'unknown' : event.name, outcome: event.outcome });
     if (event.cutChars) this.cutResults.inc({ tool: event.name });
   }
 

@@ -79,6 +79,12 @@ export class BatchRunner {
       entry.runState = entry.goal ? 'completed' : 'idle';
       return { text: recorded.answer, outcome: 'replied' };
     }
+    if (recorded?.overtaken) {
+      // A later turn (a start-up resume of the same run) already ran with this message in its history and answered.
+      scope.logger.info({ sourceId }, 'replayed message was taken up by a later turn; the model is not called again');
+      entry.runState = input.priorRunState ?? 'idle';
+      return { text: '', outcome: 'skipped' };
+    }
     if (!recorded) {
       await this.deps.appendEntries(session, [{
         type: 'message', id: randomUUID(), role: 'user', content: userContent(message, input.groupContext), at: this.iso(), correlationId,
@@ -89,11 +95,9 @@ export class BatchRunner {
     const limits = this.deps.config.backgroundExecution;
     const max = this.deps.config.agentDefaults.maxIterationsPerBatch;
     const previous = entry.checkpoint;
-    // A goal's counters (tool calls, tokens, start) go on through its background batches and whatever the user
-    // says in between; they start over when a run starts anew (after it finished, paused or hit a limit).
-    const ongoing = previous && previous.goal === entry.goal && (background || input.priorRunState === 'running' || input.priorRunState === 'continuing');
-    const checkpoint: RunCheckpoint = ongoing
-      ? { ...previous, batch: kind === 'background_auto_continue' ? previous.batch + 1 : background ? Math.max(1, previous.batch) : 1, iteration: 0, correlationId }
+    const checkpoint: RunCheckpoint = ongoingGoal(previous, entry, background, input.priorRunState)
+      // A start-up resume goes on with the batch a crash cut short; anything else is the goal's next batch.
+      ? { ...previous, batch: kind === 'background_auto_resume' ? Math.max(1, previous.batch) : previous.batch + 1, iteration: 0, correlationId }
       : { goal: entry.goal, batch: 1, iteration: 0, correlationId, toolCalls: 0, tokens: 0, startedAt: this.deps.clock.now() };
     entry.checkpoint = checkpoint;
     entry.runState = 'running';
@@ -102,26 +106,27 @@ export class BatchRunner {
     const turnState = {};
     const tokensBefore = (checkpoint.tokens ?? 0) - scope.usage.inputTokens - scope.usage.outputTokens;
     const goalRun = limits.enabled && Boolean(entry.goal) && !message.ephemeral;
+    const said = new SaidText(input.onDelta);
     for (let iteration = 0; iteration < max; iteration++) {
       if (signal.aborted) throw new TurnAbortedError();
       const overBudget = goalRun ? runBudgetReached(checkpoint, limits, this.deps.clock.now()) : undefined;
       if (overBudget) {
         this.deps.events.emit('onRefusal', { reason: 'run_budget', correlationId, channel: message.channel, sessionKey: entry.key, at: this.deps.clock.now() });
         scope.logger.info({ budget: overBudget.which, checkpoint }, 'goal run stopped at its budget');
-        return this.refused(session, overBudget.text, checkpoint, background, scope, iteration);
+        return this.refused(session, said.with(overBudget.text), checkpoint, background, scope, iteration);
       }
       const tools = this.deps.toolSchemas(entry, message.ephemeral);
       let response: ProviderResponse;
       try {
         response = await this.deps.contextEngine.complete(session, {
-          correlationId, signal, onDelta: input.onDelta, message, usage: scope.usage, state: scope.state, logger: scope.logger, tools, turnStartedAt, turnState,
+          correlationId, signal, onDelta: said.onDelta, message, usage: scope.usage, state: scope.state, logger: scope.logger, tools, turnStartedAt, turnState,
           ephemeral: message.ephemeral,
         });
       } catch (error) {
-        if (error instanceof BudgetExceededError) return this.refused(session, error.message, checkpoint, background, scope, iteration);
+        if (error instanceof BudgetExceededError) return this.refused(session, said.with(error.message), checkpoint, background, scope, iteration);
         if (!(error instanceof ContextOverflowError)) throw error;
         await this.deps.appendEntries(session, [this.assistant(error.message, correlationId)]);
-        return this.finish(session, error.message, checkpoint, background, scope, iteration + 1);
+        return this.finish(session, said.with(error.message), checkpoint, background, scope, iteration + 1);
       }
       checkpoint.tokens = tokensBefore + scope.usage.inputTokens + scope.usage.outputTokens;
       checkpoint.iteration = iteration + 1;
@@ -129,8 +134,9 @@ export class BatchRunner {
         const final = this.assistant(response.content, correlationId);
         await this.deps.appendEntries(session, [final]);
         checkpoint.lastEntryId = final.id;
-        return this.finish(session, response.content.trim() || '(no answer)', checkpoint, background, scope, iteration + 1);
+        return this.finish(session, said.with(response.content.trim()) || '(no answer)', checkpoint, background, scope, iteration + 1);
       }
+      said.add(response.content);
       const calls = response.toolCalls.map((c, i) => ({ ...c, id: c.id || `call_${randomUUID().slice(0, 8)}_${i}` }));
       const asked: TranscriptMessage = { ...this.assistant(response.content, correlationId), toolCalls: calls };
       // The call is on disk before it runs: after a crash, a call with no result is known to be interrupted.
@@ -141,21 +147,25 @@ export class BatchRunner {
       else void this.deps.persist(entry, scope.logger);
       for (const call of calls) {
         const t0 = this.deps.clock.now();
-        const outcome: ToolOutcome = await this.deps.registry.execute(call, tools, {
-          entry, message, correlationId, signal, logger: scope.logger, workspace: this.deps.workspaceOf(entry), timezone: this.deps.timezoneOf(entry),
-          now: () => this.deps.clock.now(), lendSlot: input.lendSlot ?? ((work) => work()),
-        });
+        // The tool-call budget holds within one answer too: calls past it are not run.
+        const skipped = goalRun && limits.maxToolCalls > 0 && (checkpoint.toolCalls ?? 0) >= limits.maxToolCalls;
+        const outcome: ToolOutcome = skipped
+          ? { outcome: 'error', content: toolBudgetResult(limits.maxToolCalls) }
+          : await this.deps.registry.execute(call, tools, {
+            entry, message, correlationId, signal, logger: scope.logger, workspace: this.deps.workspaceOf(entry), timezone: this.deps.timezoneOf(entry),
+            now: () => this.deps.clock.now(), lendSlot: input.lendSlot ?? ((work) => work()),
+          });
         const result: TranscriptMessage = { type: 'message', id: randomUUID(), role: 'tool', content: outcome.content, toolCallId: call.id, at: this.iso(), correlationId };
         await this.deps.appendEntries(session, [result]);
         checkpoint.lastEntryId = result.id;
-        checkpoint.toolCalls = (checkpoint.toolCalls ?? 0) + 1;
+        if (!skipped) checkpoint.toolCalls = (checkpoint.toolCalls ?? 0) + 1;
         // Ordered and coalesced per key; the transcript already holds the result, and the batch's end awaits it.
         void this.deps.persist(entry, scope.logger);
-        this.deps.events.emit('onToolCall', scopedEvent(scope.scope(), { name: call.name, ok: outcome.outcome === 'ok', outcome: outcome.outcome, ...(outcome.cutChars ? { cutChars: outcome.cutChars } : {}), durationMs: this.deps.clock.now() - t0, at: this.deps.clock.now() }));
+        if (!skipped) this.deps.events.emit('onToolCall', scopedEvent(scope.scope(), { name: call.name, ok: outcome.outcome === 'ok', outcome: outcome.outcome, ...(outcome.cutChars ? { cutChars: outcome.cutChars } : {}), durationMs: this.deps.clock.now() - t0, at: this.deps.clock.now() }));
         if (signal.aborted) throw new TurnAbortedError();
       }
     }
-    return this.atLimit(session, checkpoint, background, message, scope, max);
+    return this.atLimit(session, checkpoint, background, message, scope, max, said);
   }
 
   /** Gives every call of the last tool-calling answer that has no result an "interrupted" result. */
@@ -172,7 +182,8 @@ export class BatchRunner {
         await this.deps.appendEntries(session, missing.map((c) => ({
           type: 'message' as const, id: randomUUID(), role: 'tool' as const, content: interruptedResult(c.name), toolCallId: c.id, at: this.iso(), correlationId: input.correlationId,
         })));
-        for (const c of missing) this.deps.events.emit('onToolCall', scopedEvent(scope.scope(), { name: c.name, ok: false, outcome: 'interrupted', durationMs: 0, at: this.deps.clock.now() }));
+        // The model chose the recorded name; one no tool has is counted as "unknown", like an unknown call.
+        for (const c of missing) this.deps.events.emit('onToolCall', scopedEvent(scope.scope(), { name: this.deps.registry.get(c.name) ? c.name : 'unknown', ok: false, outcome: 'interrupted', durationMs: 0, at: this.deps.clock.now() }));
         scope.logger.warn({ calls: missing.map((c) => c.name) }, 'tool calls interrupted by a stop or crash got an "interrupted" result');
         return;
       }
@@ -193,7 +204,7 @@ export class BatchRunner {
     return { text, outcome: 'replied' };
   }
 
-  private atLimit(session: ActiveSession, checkpoint: RunCheckpoint, background: boolean, message: InboundMessage, scope: BatchScope, max: number): BatchResult {
+  private atLimit(session: ActiveSession, checkpoint: RunCheckpoint, background: boolean, message: InboundMessage, scope: BatchScope, max: number, said: SaidText): BatchResult {
     const entry = session.entry;
     const limits = this.deps.config.backgroundExecution;
     const goalRun = limits.enabled && Boolean(entry.goal) && !message.ephemeral;
@@ -202,13 +213,15 @@ export class BatchRunner {
     if (goalRun && checkpoint.batch >= limits.maxBatchesPerGoal) {
       entry.runState = 'budget-limited';
       emit('budget-limited');
-      return { text: batchLimitText('budget-limited', { max, batch: checkpoint.batch, maxBatches: limits.maxBatchesPerGoal, goal: entry.goal }), outcome: 'replied' };
+      this.deps.events.emit('onRefusal', { reason: 'run_budget', correlationId: checkpoint.correlationId, channel: message.channel, sessionKey: entry.key, at: this.deps.clock.now() });
+      scope.logger.info({ budget: 'batches', checkpoint }, 'goal run stopped at maxBatchesPerGoal');
+      return { text: said.with(batchLimitText('budget-limited', { max, batch: checkpoint.batch, maxBatches: limits.maxBatchesPerGoal, goal: entry.goal })), outcome: 'replied' };
     }
     entry.runState = 'continuing';
     emit('continuing');
-    if (!goalRun) return { text: batchLimitText('stopped', { max, batch: checkpoint.batch, maxBatches: limits.maxBatchesPerGoal }), outcome: 'replied' };
+    if (!goalRun) return { text: said.with(batchLimitText('stopped', { max, batch: checkpoint.batch, maxBatches: limits.maxBatchesPerGoal })), outcome: 'replied' };
     // The first time a goal's work outgrows a batch the user hears it goes on; later batches stay quiet.
-    const text = background ? '' : batchLimitText('background', { max, batch: checkpoint.batch, maxBatches: limits.maxBatchesPerGoal, goal: entry.goal });
+    const text = background ? said.with('') : said.with(batchLimitText('background', { max, batch: checkpoint.batch, maxBatches: limits.maxBatchesPerGoal, goal: entry.goal }));
     return { text, outcome: 'replied', continuation: { deliverTo: entry.goalTarget ?? entry.deliveryTarget } };
   }
 
@@ -235,18 +248,71 @@ export function batchInputOf(input: TurnInput, text: string, priorRunState: Sess
   } satisfies EveryField<TurnInput>;
 }
 
-/** Where a replayed delivery stands in the transcript: its user entry, and its final answer if one was written. */
-function findRecorded(history: readonly TranscriptEntry[], sourceId: string): { answer?: string } | undefined {
-  for (let i = history.length - 1, seen = 0; i >= 0 && seen < 500; i--, seen++) {
+/**
+ * Where a replayed delivery stands in the transcript: its user entry, its final answer if one was written, or
+ * `overtaken` when a later user entry (another turn that ran with it in its history) follows it. The whole
+ * transcript is searched: a long tool loop must not push the entry out of sight and get it appended again.
+ */
+export function findRecorded(history: readonly TranscriptEntry[], sourceId: string): { answer?: string; overtaken?: true } | undefined {
+  for (let i = history.length - 1; i >= 0; i--) {
     const e = history[i] as TranscriptEntry;
     if (e.type !== 'message' || e.role !== 'user' || e.sourceId !== sourceId) continue;
     for (let j = i + 1; j < history.length; j++) {
       const after = history[j] as TranscriptEntry;
       if (after.type !== 'message') continue;
-      if (after.role === 'user') break;
+      if (after.role === 'user') return { overtaken: true };
       if (after.role === 'assistant' && !after.toolCalls?.length) return { answer: after.content.trim() || '(no answer)' };
     }
     return {};
   }
   return undefined;
+}
+
+/**
+ * Whether a batch goes on with its goal's counters (batches, tool calls, tokens, start): the same goal, and a
+ * run that was not ended by a budget or by reaching the goal. A user message in between and "continue" after
+ * /stop keep them; a new /goal clears the checkpoint, and "continue" after a budget stop starts fresh (as the
+ * budget message promises).
+ */
+function ongoingGoal(previous: RunCheckpoint | undefined, entry: SessionEntry, background: boolean, prior: SessionEntry['runState'] | undefined): previous is RunCheckpoint {
+  if (!previous || !entry.goal || previous.goal !== entry.goal) return false;
+  return background || (prior !== 'budget-limited' && prior !== 'completed');
+}
+
+/** The result of a call the goal's tool-call budget left unrun. */
+function toolBudgetResult(max: number): string {
+  return `Error: not run: the goal reached its tool-call budget (${max.toLocaleString('en-US')} calls, backgroundExecution.maxToolCalls).`;
+}
+
+/**
+ * The text a batch showed while it streamed: answers that came with tool calls are part of the reply, with the
+ * same blank line between them in the stream and in the reply, so what streamed is what the reply says.
+ */
+class SaidText {
+  private readonly parts: string[] = [];
+  private streamed = false;
+  private fresh = true;
+  readonly onDelta: ((text: string) => void) | undefined;
+
+  constructor(onDelta: ((text: string) => void) | undefined) {
+    this.onDelta = onDelta && ((text) => {
+      if (!text) return;
+      if (this.fresh && this.streamed) onDelta('\n\n');
+      this.fresh = false;
+      this.streamed = true;
+      onDelta(text);
+    });
+  }
+
+  /** An answer that came with tool calls; the next call's text starts a new paragraph. */
+  add(content: string): void {
+    // Only a streamed reply carries them: a platform chat gets the final answer as before.
+    if (this.onDelta && content.trim()) this.parts.push(content.trim());
+    this.fresh = true;
+  }
+
+  /** The reply: what was said along the way, then `last`. */
+  with(last: string): string {
+    return [...this.parts, last].filter(Boolean).join('\n\n');
+  }
 }

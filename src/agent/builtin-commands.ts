@@ -107,12 +107,15 @@ export function registerBuiltinCommands(registry: CommandRegistry): void {
           const had = e.goal;
           e.goal = undefined;
           e.goalTarget = undefined;
-          if (e.runState !== 'running') e.runState = 'idle';
+          // Commands take their turn in order, so no batch runs now: a `running` here is left over from a crash.
+          e.runState = 'idle';
           await services.save(e);
           return had ? `Goal cleared (${had}); background work on it ends.` : 'No goal was set.';
         }
         e.goal = args;
         e.goalTarget = targetOf(message);
+        // A new goal starts its batch count and run budgets afresh (SPEC §11, §14).
+        e.checkpoint = undefined;
         await services.save(e);
         const background = services.config.backgroundExecution.enabled
           ? 'Work on it goes on in the background when it needs more than one batch of steps; /stop pauses it.'

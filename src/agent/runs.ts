@@ -1,5 +1,6 @@
 import type { RunCheckpoint, SessionEntry } from '../sessions/entry.ts';
 import type { InboundMessage, InternalKind } from '../core/message.ts';
+import { plural } from '../core/plural.ts';
 
 /** Internal kinds that are batches of a background goal run. */
 export function isBackgroundKind(kind: InternalKind | undefined): kind is 'background_auto_continue' | 'background_auto_resume' {
@@ -29,11 +30,11 @@ export function batchLimitText(
 ): string {
   switch (kind) {
     case 'stopped':
-      return `I stopped after ${f.max} tool steps without a final answer. Say "continue" to let me go on.`;
+      return `I stopped after ${plural(f.max, 'tool step')} without a final answer. Say "continue" to let me go on.`;
     case 'background':
-      return `This needs more than ${f.max} steps. I'm continuing in the background toward the goal (${f.goal}) and will post the result here. /stop pauses it, /goal off ends it.`;
+      return `This needs more than ${plural(f.max, 'step')}. I'm continuing in the background toward the goal (${f.goal}) and will post the result here. /stop pauses it, /goal off ends it.`;
     case 'budget-limited':
-      return `I stopped working on the goal after ${f.batch} batches of ${f.max} steps (the limit is ${f.maxBatches} batches per goal). Say "continue" to go on, or /goal off to drop it.`;
+      return `I stopped working on the goal after ${plural(f.batch, 'batch', 'batches')} of ${plural(f.max, 'step')} (the limit is ${plural(f.maxBatches, 'batch', 'batches')} per goal). Say "continue" to go on, or /goal off to drop it.`;
   }
 }
 

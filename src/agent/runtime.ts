@@ -22,7 +22,7 @@ import { ContextEngine, syntheticMessage, type CompactionOutcome, type ContextEn
 import { MEMORY_WRITE } from './memory-flush.ts';
 import { ProviderCaller, type ProviderCallRequest } from './provider-call.ts';
 import { ephemeralSessionOf, sessionInitOf } from './session-init.ts';
-import { isBackgroundKind, pauseGoalRun } from './runs.ts';
+import { isBackgroundKind, pauseGoalRun, sourceIdOf } from './runs.ts';
 import { toolSchemaTokens } from './tokens.ts';
 import { scopedEvent, TurnEvents, zeroUsage, type TurnScope } from './turn-events.ts';
 
@@ -200,7 +200,13 @@ export class AgentRuntime {
   /** A turn that ended without finishing its batch: stopped (a goal run pauses), failed, or cut by shutdown (kept for recovery). */
   private async settleRunState(session: ActiveSession, message: InboundMessage, signal: AbortSignal, outcome: TurnResult['outcome'], logger: Logger, scope: () => TurnScope): Promise<void> {
     const entry = session.entry;
-    if (entry.runState !== 'running') return;
+    // The batch of this turn began (its checkpoint carries the turn's correlation id): a stopped or failed one is
+    // counted even when `/stop` already paused the run (runState `paused`, no longer `running`).
+    const batchRan = entry.checkpoint?.correlationId === scope().correlationId;
+    if (entry.runState !== 'running') {
+      if (batchRan && outcome === 'stopped') this.events.emit('onBatchEnd', scopedEvent(scope(), { background: isBackgroundKind(message.internal?.kind), outcome: 'stopped', batch: entry.checkpoint?.batch ?? 1, iterations: entry.checkpoint?.iteration ?? 0, at: this.options.clock.now() }));
+      return;
+    }
     const shutdown = signal.aborted && signal.reason instanceof Error && signal.reason.message === 'shutdown';
     if (shutdown) {
       // Left `running` with its checkpoint: the next start resumes it (or replays its message).
@@ -293,8 +299,12 @@ export class AgentRuntime {
     } else {
       const trigger = matchResetTrigger(text, this.options.config.session.resetTriggers);
       if (trigger) {
-        await this.resetSession(session, 'manual', message.ephemeral);
-        logger.info({ sessionId: session.entry.sessionId }, 'session reset by trigger');
+        if (input.replayed && await this.resetBy(session, message)) {
+          logger.info({ sessionId: session.entry.sessionId }, 'replayed reset trigger: this delivery already reset the session, which is not reset again');
+        } else {
+          await this.resetSession(session, 'manual', message.ephemeral);
+          logger.info({ sessionId: session.entry.sessionId }, 'session reset by trigger');
+        }
         if (!trigger.rest) {
           await this.finishEntry(session, input, now, false);
           return { outcome: 'command', replies: [reply(`New session started (${session.entry.sessionId.slice(0, 8)}). What shall we talk about?`, 'command')] };
@@ -328,6 +338,16 @@ export class AgentRuntime {
     await this.finishEntry(session, input, this.options.clock.now(), true);
     if (result.outcome === 'skipped') return { outcome: 'skipped', replies: [] };
     return { outcome: 'replied', replies: result.text ? [reply(result.text, 'reply', notice)] : [], ...(result.continuation ? { continuation: result.continuation } : {}) };
+  }
+
+  /**
+   * Whether a replayed reset trigger already reset the session before a crash: the session was reset by hand and
+   * holds nothing, or its first message is the trigger's rest from this very delivery.
+   */
+  private async resetBy(session: ActiveSession, message: InboundMessage): Promise<boolean> {
+    if (session.entry.lastResetReason !== 'manual') return false;
+    const first = (await this.historyOf(session)).find((e) => e.type === 'message');
+    return !first || (first.type === 'message' && first.role === 'user' && first.sourceId === sourceIdOf(message));
   }
 
   /** True when a background batch should still run: a goal, background on, and a run that was not stopped or finished. */
