@@ -31,6 +31,8 @@ export function renderSlackChunks(markdown: string, limit = SLACK_TEXT_LIMIT): s
 interface Context {
   /** Longer URLs are written out as text. */
   maxUrl: number;
+  /** Slack syntax set aside before parsing. */
+  kept: readonly Kept[];
   /** Inside a heading, which is bold already. */
   inBold?: boolean;
 }
@@ -44,8 +46,79 @@ const span = (start: string, end: string, inner: MarkupAtom[]): MarkupAtom[] => 
 
 /** The rendered message as atoms for the splitter; blocks separated by a blank line. */
 function slackAtoms(markdown: string, maxUrl: number): MarkupAtom[] {
-  const tokens = md.parse(markdown, {});
-  return joinBlocks(renderRange(tokens, 0, tokens.length, { maxUrl }), '\n\n');
+  const { source, kept } = keepSlackSyntax(markdown);
+  const tokens = md.parse(source, {});
+  return joinBlocks(renderRange(tokens, 0, tokens.length, { maxUrl, kept }), '\n\n');
+}
+
+/** Code spans, left as written, or text in Slack's syntax (links, channel references, mentions). */
+const CODE_OR_SLACK = new RegExp([
+  /(?<code>(?<ticks>`+)[^`][\s\S]*?\k<ticks>(?!`))/.source,
+  /<(?<url>(?:https?:\/\/|mailto:)[^\s<>|]+)(?:\|(?<label>[^<>\n]*))?>/.source,
+  /<#(?<channel>[CG][A-Z0-9]{1,20})(?:\|(?<name>[^<>\n|]{0,100}))?>/.source,
+  /(?<mention><[@!][^<>\s|]{1,40}(?:\|[^<>\n]{0,100})?>)/.source,
+].join('|'), 'gi');
+/** A line that opens or closes a code fence, after any quote or list markers: the fence. */
+const FENCE_LINE = /^(?:[ \t]*(?:>|[-*+]|\d{1,9}[.)])(?=[ \t]|$))*[ \t]*(`{3,}|~{3,})([^`]*)$/;
+/** A span of Slack syntax set aside while markdown-it reads the rest: `\uE000` index `\uE001`. */
+const PLACEHOLDER = /\uE000(\d+)\uE001/g;
+
+/** Slack syntax found in the source before markdown-it reads it (which would decode `%7C`, or see emphasis in a label). */
+type Kept =
+  | { type: 'link'; url: string; label: string; raw: string }
+  | { type: 'channel'; id: string; name: string; raw: string }
+  | { type: 'mention'; raw: string };
+
+/** The source with Slack syntax outside code (fenced blocks, code spans) replaced by placeholders (`kept[n]`). */
+function keepSlackSyntax(markdown: string): { source: string; kept: Kept[] } {
+  const kept: Kept[] = [];
+  if (!markdown.includes('<') || /[\uE000\uE001]/.test(markdown)) return { source: markdown, kept };
+  const replace = (paragraph: string) => paragraph.replace(CODE_OR_SLACK, (raw: string, ...args: unknown[]) => {
+    const g = args.at(-1) as Record<string, string | undefined>;
+    if (g.code !== undefined) return raw;
+    if (g.url !== undefined) kept.push({ type: 'link', url: g.url, label: g.label ?? '', raw });
+    else if (g.channel !== undefined) kept.push({ type: 'channel', id: g.channel, name: g.name ?? '', raw });
+    else kept.push({ type: 'mention', raw });
+    return `\uE000${kept.length - 1}\uE001`;
+  });
+  const out: string[] = [];
+  let paragraph: string[] = [];
+  let fence: string | undefined;
+  /** The fence is in a quote, which (and so the fence) ends at the first line without `>`. */
+  let quoted = false;
+  const flush = () => {
+    if (paragraph.length) out.push(replace(paragraph.join('\n')));
+    paragraph = [];
+  };
+  for (const line of markdown.split('\n')) {
+    const m = FENCE_LINE.exec(line.trimEnd());
+    if (fence !== undefined && quoted && !/^[ \t]*>/.test(line)) fence = undefined;
+    if (fence !== undefined) {
+      if (m && m[1]![0] === fence[0] && m[1]!.length >= fence.length && !m[2]!.trim()) fence = undefined;
+      out.push(line);
+    } else if (m && !(m[1]![0] === '`' && m[2]!.includes('`'))) {
+      flush();
+      fence = m[1]!;
+      quoted = /^[ \t]*>/.test(line);
+      out.push(line);
+    } else if (!line.trim()) {
+      flush();
+      out.push(line);
+    } else paragraph.push(line);
+  }
+  flush();
+  return { source: out.join('\n'), kept };
+}
+
+/** Text with the kept spans written back: as written (`raw`, in code) or as what Slack shows (`shown`). */
+function restore(content: string, kept: readonly Kept[], as: 'raw' | 'shown'): string {
+  if (!kept.length) return content;
+  return content.replace(PLACEHOLDER, (_m, n: string) => {
+    const k = kept[Number(n)];
+    if (!k) return '';
+    if (as === 'raw' || k.type === 'mention') return k.raw;
+    return k.type === 'link' ? k.label || k.url.replace(/^mailto:/i, '') : `#${k.name || k.id}`;
+  });
 }
 
 function joinBlocks(blocks: MarkupAtom[][], separator: string): MarkupAtom[] {
@@ -57,13 +130,27 @@ function joinBlocks(blocks: MarkupAtom[][], separator: string): MarkupAtom[] {
   return out;
 }
 
-/** Puts `first` before the first line and `rest` before every other line. */
+/**
+ * Puts `first` before the first line and `rest` before every other line, the code fences inside
+ * included. The prefix is a span that costs nothing to close, so a message cut inside a line (or inside a
+ * code block) starts with `rest` again; the prefix after a line break is dropped at the start or end of a
+ * message, where the reopened span (or nothing) takes its place.
+ */
 function prefixLines(atoms: MarkupAtom[], first: string, rest: string): MarkupAtom[] {
-  const out: MarkupAtom[] = [{ kind: 'text', raw: first, units: first.length }];
+  const out: MarkupAtom[] = [{ kind: 'open', raw: first, units: first.length, close: '', closeUnits: 0, reopen: rest, reopenUnits: rest.length }];
+  const within = (raw: string) => raw.replace(/\n/g, `\n${rest}`);
   for (const a of atoms) {
-    out.push(a);
-    if (a.raw === '\n' && a.kind === 'text' && rest) out.push({ kind: 'text', raw: rest, units: rest.length });
+    if (a.kind === 'text') {
+      out.push(a);
+      if (a.raw === '\n') out.push({ kind: 'text', raw: rest, units: rest.length, trim: true });
+    } else if (a.kind === 'close') out.push(a.raw.includes('\n') ? close(within(a.raw)) : a);
+    else if (!a.raw.includes('\n') && !a.close.includes('\n') && !a.reopen?.includes('\n')) out.push(a);
+    else {
+      const reopen = within(a.reopen ?? a.raw);
+      out.push({ ...a, raw: within(a.raw), units: within(a.raw).length, close: within(a.close), closeUnits: within(a.close).length, reopen, reopenUnits: reopen.length });
+    }
   }
+  out.push(close(''));
   return out;
 }
 
@@ -89,16 +176,16 @@ function renderRange(tokens: Token[], start: number, end: number, ctx: Context):
         break;
       case 'fence':
       case 'code_block':
-        blocks.push(codeBlock(token.content));
+        blocks.push(codeBlock(restore(token.content, ctx.kept, 'raw')));
         break;
       case 'table_open':
-        blocks.push(renderTable(tokens, i, last));
+        blocks.push(renderTable(tokens, i, last, ctx.kept));
         break;
       case 'hr':
         blocks.push(text('──────────'));
         break;
       case 'html_block':
-        blocks.push(text(token.content.trimEnd()));
+        blocks.push(text(restore(token.content, ctx.kept, 'raw').trimEnd()));
         break;
       default:
         break;
@@ -135,18 +222,20 @@ function renderList(tokens: Token[], start: number, end: number, ctx: Context): 
 }
 
 /** Slack has no tables: a table becomes a code block with aligned columns. */
-function renderTable(tokens: Token[], start: number, end: number): MarkupAtom[] {
+function renderTable(tokens: Token[], start: number, end: number, kept: readonly Kept[]): MarkupAtom[] {
   const rows: string[][] = [];
   let row: string[] | undefined;
   for (let i = start; i < end; i++) {
     const t = tokens[i]!;
     if (t.type === 'tr_open') row = [];
     else if (t.type === 'tr_close' && row) rows.push(row);
-    else if (t.type === 'inline' && row) row.push(plainText(t.children ?? []));
+    else if (t.type === 'inline' && row) row.push(plainText(t.children ?? [], kept));
   }
+  // Widths in code points, as a monospace font shows them (an emoji is one column, not two UTF-16 units).
+  const width = (cell: string) => [...cell].length;
   const widths: number[] = [];
-  for (const r of rows) r.forEach((cell, c) => { widths[c] = Math.max(widths[c] ?? 0, cell.length); });
-  const lines = rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c] ?? 0)).join(' | ').trimEnd());
+  for (const r of rows) r.forEach((cell, c) => { widths[c] = Math.max(widths[c] ?? 0, width(cell)); });
+  const lines = rows.map((r) => r.map((cell, c) => cell + ' '.repeat((widths[c] ?? 0) - width(cell))).join(' | ').trimEnd());
   if (lines.length > 1) lines.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('-+-'));
   return codeBlock(lines.join('\n'));
 }
@@ -163,7 +252,7 @@ function renderInline(children: Token[], ctx: Context): MarkupAtom[] {
       case 'text': appendAll(out, slackText(t.content, ctx)); break;
       case 'softbreak':
       case 'hardbreak': appendAll(out, text('\n')); break;
-      case 'code_inline': appendAll(out, span('`', '`', text(t.content, { code: true, codeSpaceBreaks: true }))); break;
+      case 'code_inline': appendAll(out, span('`', '`', text(restore(t.content, ctx.kept, 'raw'), { code: true, codeSpaceBreaks: true }))); break;
       case 'strong_open': if (!ctx.inBold) out.push(open('*', '*')); break;
       case 'strong_close': if (!ctx.inBold) out.push(close('*')); break;
       case 'em_open': out.push(open('_', '_')); break;
@@ -173,37 +262,34 @@ function renderInline(children: Token[], ctx: Context): MarkupAtom[] {
       case 'link_open': {
         const end = children.findIndex((c, n) => n > i && c.type === 'link_close');
         const last = end === -1 ? children.length : end;
-        const label = plainText(children.slice(i + 1, last));
-        // `<https://x|docs>` in the text is Slack's own link syntax, which CommonMark reads as an autolink.
-        const slack = t.markup === 'autolink' ? /^((?:https?|mailto):[^|]+)\|(.*)$/i.exec(label) : null;
-        appendAll(out, slack ? link(slack[1]!, slack[2]!, ctx) : link(String(t.attrGet('href') ?? ''), label, ctx));
+        const label = plainText(children.slice(i + 1, last), ctx.kept);
+        appendAll(out, link(String(t.attrGet('href') ?? ''), label, ctx));
         i = last;
         break;
       }
-      case 'image': appendAll(out, link(String(t.attrGet('src') ?? ''), plainText(t.children ?? []) || t.content, ctx)); break;
-      default: appendAll(out, text(t.content)); break;
+      case 'image': appendAll(out, link(String(t.attrGet('src') ?? ''), plainText(t.children ?? [], ctx.kept) || restore(t.content, ctx.kept, 'shown'), ctx)); break;
+      default: appendAll(out, text(restore(t.content, ctx.kept, 'raw'))); break;
     }
   }
   return out;
 }
 
-/** Links (`<https://x|docs>`) and channel references (`<#C123|general>`) already in Slack's syntax. */
-const SLACK_SYNTAX = /<((?:https?:\/\/|mailto:)[^\s<>|]+)(?:\|([^<>\n]*))?>|<#([CG][A-Z0-9]+)(?:\|([^<>\n]*))?>/gi;
-
 /**
- * Text, escaped, except Slack links and channel references, which Slack then shows as links. Mentions
- * (`<@U…>`) and broadcasts (`<!here>`, `<!channel>`) stay escaped: the model must not ping anyone.
+ * Text, escaped, except Slack links and channel references set aside before parsing, which Slack then
+ * shows as links. Mentions (`<@U…>`) and broadcasts (`<!here>`, `<!channel>`) stay escaped: the model
+ * must not ping anyone.
  */
 function slackText(content: string, ctx: Context): MarkupAtom[] {
   const out: MarkupAtom[] = [];
   let from = 0;
-  for (const m of content.matchAll(SLACK_SYNTAX)) {
+  for (const m of content.matchAll(PLACEHOLDER)) {
     appendAll(out, text(content.slice(from, m.index)));
-    if (m[1]) appendAll(out, link(m[1], m[2] ?? '', ctx));
-    else {
-      const raw = `<#${m[3]!}${m[4] ? `|${escapeMrkdwn(m[4])}` : ''}>`;
+    const k = ctx.kept[Number(m[1])];
+    if (k?.type === 'link') appendAll(out, link(k.url, k.label, ctx));
+    else if (k?.type === 'channel') {
+      const raw = `<#${k.id}${k.name ? `|${escapeMrkdwn(k.name)}` : ''}>`;
       out.push({ kind: 'text', raw, units: raw.length });
-    }
+    } else if (k) appendAll(out, text(k.raw));
     from = m.index + m[0].length;
   }
   appendAll(out, text(content.slice(from)));
@@ -225,6 +311,7 @@ function link(href: string, label: string, ctx: Context): MarkupAtom[] {
 }
 
 /** Inline tokens as plain text (link labels, table cells). */
-function plainText(children: Token[]): string {
-  return children.map((t) => (t.type === 'softbreak' || t.type === 'hardbreak' ? ' ' : t.type === 'image' ? plainText(t.children ?? []) : t.content)).join('');
+function plainText(children: Token[], kept: readonly Kept[]): string {
+  const shown = children.map((t) => (t.type === 'softbreak' || t.type === 'hardbreak' ? ' ' : t.type === 'image' ? plainText(t.children ?? [], kept) : t.content)).join('');
+  return restore(shown, kept, 'shown');
 }

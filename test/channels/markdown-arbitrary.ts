@@ -33,6 +33,9 @@ const word: fc.Arbitrary<string> = fc.oneof(
   { weight: 3, arbitrary: fc.tuple(fc.constantFrom('x', '漢', '👨‍👩‍👧‍👦', '🇫🇷', 'ab'), fc.integer({ min: 100, max: 800 })).map(([s, n]) => s.repeat(n)) },
 );
 
+/** A word of quoted text: Q and capitals, which no other generated text contains. */
+const quotedWord = fc.string({ unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPRSTUVWXYZ'), minLength: 1, maxLength: 8 }).map((w) => `Q${w}`);
+
 const words = (max: number) => fc.array(word, { minLength: 1, maxLength: max });
 const plain = (max: number): fc.Arbitrary<Piece> => words(max).map((w) => ({ md: w.join(' '), fragments: w }));
 /** Many words: an emphasis or a link label longer than a message. */
@@ -53,9 +56,14 @@ function emphasis(delimiters: readonly string[]): fc.Arbitrary<Piece> {
   return fc.tuple(fc.constantFrom(...delimiters), label).map(([d, l]) => ({ md: `${d}${l.md}${d}`, fragments: l.fragments }));
 }
 
+/** A link already in Slack's syntax, its URL percent-encoded, its label possibly emphasized. */
+const slackLink: fc.Arbitrary<Piece> = fc.tuple(fc.constantFrom('a%7Cb', 'a%20b', 'x/y?q=1&r=2', 'p'), fc.constantFrom('', '*', '_', '`'), fc.array(letters, { minLength: 1, maxLength: 3 }))
+  .map(([p, d, l]) => ({ md: `<https://example.com/${p}|${d}${l.join(' ')}${d}>`, fragments: l }));
+
 function inline(options: ArbitraryOptions): fc.Arbitrary<Piece> {
   return fc.oneof(
     { weight: 10, arbitrary: plain(8) },
+    { weight: options.slackSyntax ? 2 : 0, arbitrary: slackLink },
     { weight: 3, arbitrary: emphasis(options.emphasis) },
     { weight: 2, arbitrary: codeText.map((c) => ({ md: `\`${c}\``, fragments: [c] })) },
     { weight: 3, arbitrary: fc.tuple(label, url).map(([l, u]) => ({ md: `[${l.md}](${u})`, fragments: l.fragments })) },
@@ -89,12 +97,35 @@ function block(options: ArbitraryOptions): fc.Arbitrary<Piece> {
   const fence = fc.tuple(fc.constantFrom('', 'ts', 'python'), fc.array(codeText, { minLength: 1, maxLength: 40 })).map(([lang, lines]) => ({
     md: `\`\`\`${lang}\n${lines.join('\n')}\n\`\`\``, fragments: lines,
   }));
+  // Quoted text is made of QUOTED words (Q and capitals, nowhere else), so a test can check that every
+  // line showing one is still quoted, also after a cut inside a long line or a quoted code block.
+  const quotedLine = fc.array(quotedWord, { minLength: 1, maxLength: 60 }).map((w) => ({ md: w.join(' '), fragments: w }));
+  const quotedFence = fc.tuple(fc.constantFrom('', 'ts'), fc.array(quotedLine, { minLength: 1, maxLength: 25 })).map(([lang, lines]) => ({
+    md: [`> \`\`\`${lang}`, ...lines.map((l) => `> ${l.md}`), '> ```'].join('\n'), fragments: lines.flatMap((l) => l.fragments),
+  }));
+  const quoted = fc.array(fc.oneof({ weight: 3, arbitrary: quotedLine.map((l) => ({ ...l, md: `> ${l.md}` })) }, { weight: 1, arbitrary: quotedFence }), { minLength: 1, maxLength: 4 })
+    .map(join('\n>\n'));
+  // An unclosed quoted block, the next line prose: the quote (and the block) end there.
+  const unclosedThenProse = fc.tuple(fc.array(quotedLine, { minLength: 1, maxLength: 3 }), fc.oneof(plain(8), longWords)).map(([lines, prose]) => ({
+    md: ['> ```', ...lines.map((l) => `> ${l.md}`), prose.md].join('\n'), fragments: [...lines.flatMap((l) => l.fragments), ...prose.fragments],
+  }));
+  // A code block in a list item, on its own lines or opening on the marker line (`1. ```bash`).
+  const itemFence = fc.tuple(fc.constantFrom('- ', '1. '), fc.boolean(), fc.array(codeText, { minLength: 1, maxLength: 20 })).map(([marker, onMarker, lines]) => {
+    const indent = ' '.repeat(marker.length);
+    const body = [...lines.map((l) => `${indent}${l}`), `${indent}\`\`\``].join('\n');
+    return onMarker
+      ? { md: `${marker}\`\`\`bash\n${body}`, fragments: lines }
+      : { md: `${marker}step\n\n${indent}\`\`\`\n${body}`, fragments: ['step', ...lines] };
+  });
   const weighted = (weight: number, arbitrary: fc.Arbitrary<Piece>) => ({ weight, arbitrary });
   return fc.oneof(
     weighted(6, paragraph),
     weighted(1, heading),
     weighted(2, list),
     weighted(1, quote),
+    weighted(1, quoted),
+    weighted(1, itemFence),
+    weighted(1, unclosedThenProse),
     weighted(1, table),
     weighted(2, fence),
     weighted(1, fc.constant({ md: '---', fragments: [] })),
@@ -106,6 +137,8 @@ export interface ArbitraryOptions {
   emphasis: readonly string[];
   /** A bare URL shows as itself (false where the renderer may write a long one differently). */
   bareUrlIsText: boolean;
+  /** Links already in Slack's syntax (`<https://x/a%7Cb|*docs*>`). */
+  slackSyntax?: boolean;
 }
 
 /** A random markdown document with the text it must show. */
@@ -161,4 +194,24 @@ export function unbalancedDelimiter(text: string, delimiters: RegExp): string | 
     }
   }
   return undefined;
+}
+
+/** A line of a message that shows quoted text (a QUOTED word) without its quote marker, if any. */
+export function unquotedLine(chunk: string): string | undefined {
+  return chunk.split('\n').find((l) => /Q[A-Z]/.test(l) && !/^[ \t]*>/.test(l));
+}
+
+/**
+ * fast-check's parameters: `FC_SEED` (and `FC_PATH`) from the environment replay a failure reported by
+ * an earlier run; `FC_RUNS` overrides the number of cases.
+ */
+export function fcParameters(numRuns: number): { numRuns: number; seed?: number; path?: string } {
+  const seed = process.env.FC_SEED;
+  const path = process.env.FC_PATH;
+  const runs = Number(process.env.FC_RUNS);
+  return {
+    numRuns: Number.isInteger(runs) && runs > 0 ? runs : numRuns,
+    ...(seed !== undefined && seed !== '' ? { seed: Number(seed) } : {}),
+    ...(path ? { path } : {}),
+  };
 }

@@ -95,4 +95,17 @@ describe('Slack replies through the whole gateway (real bolt, fake Slack Web API
       expect([...segmenter.segment(a + chunks[i]!.slice(0, 12))].map((s) => s.index)).toContain(a.length);
     }
   });
+
+  it('Slack links with encoded characters or emphasis in the label stay links; a quoted code block cut in two stays quoted', async () => {
+    const links = await answer('<https://x.io/a%20b|docs> <https://x.io/a%7Cb|*bold* docs> END6', 'END6');
+    expect(links).toEqual(['<https://x.io/a%20b|docs> <https://x.io/a%7Cb|*bold* docs> END6']);
+    const code = Array.from({ length: 300 }, (_, i) => `> line ${String(i).padStart(3, '0')} ${'x'.repeat(10)}`).join('\n');
+    const chunks = await answer(`> \`\`\`\n${code}\n> \`\`\`\n\nEND7`, 'END7');
+    expect(chunks.length).toBe(2);
+    for (const chunk of chunks.slice(0, -1)) {
+      expect(chunk.startsWith('> ```\n> line ')).toBe(true);
+      expect(chunk.endsWith('\n> ```')).toBe(true);
+      expect(chunk.split('\n').every((l) => l.startsWith('> '))).toBe(true);
+    }
+  });
 });

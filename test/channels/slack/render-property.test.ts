@@ -1,10 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { renderMrkdwn, renderSlackChunks, SLACK_TEXT_LIMIT } from '../../../channels/slack/render.ts';
-import { cutsCluster, limitFor, LONE_SURROGATE, markdownCase, missingFragment, unbalancedDelimiter } from '../markdown-arbitrary.ts';
+import { cutsCluster, limitFor, LONE_SURROGATE, markdownCase, missingFragment, fcParameters, unbalancedDelimiter, unquotedLine } from '../markdown-arbitrary.ts';
 
 /** Markup problems of one mrkdwn message: unclosed code blocks, broken links, unpaired emphasis. */
-function markupError(chunk: string): string | undefined {
+function markupError(message: string): string | undefined {
+  const chunk = message.replace(/^[ \t]*((> ?)+|• |\d+\. )?[ \t]*/gm, ''); // quote markers, list markers, indentation
   const fences = chunk.split('\n').filter((l) => l.trim() === '```').length;
   if (fences % 2) return 'unclosed code block';
   const prose = chunk.replace(/```\n[\s\S]*?\n\s*```/g, ' ').replace(/^[ \t]*(> ?)+/gm, ''); // quote markers
@@ -16,7 +17,7 @@ function markupError(chunk: string): string | undefined {
 
 /** What Slack shows: link labels (or the URL), entities decoded, markup dropped. */
 function visible(chunk: string): string {
-  return chunk.split('\n').filter((l) => l.trim() !== '```').join('\n')
+  return chunk.split('\n').filter((l) => l.trim() !== '```').map((l) => l.replace(/^[ \t]*(> ?)+/, '')).join('\n')
     .replace(/<([^<>|]+)\|([^<>]*)>/g, '$2').replace(/<([^<>]+)>/g, '$1')
     .replace(/[*_~`]/g, '').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 }
@@ -25,7 +26,7 @@ const squeeze = (s: string) => s.replace(/\s+/g, '');
 
 describe('Slack rendering, property-based (fast-check)', () => {
   it('every message is within the limit, its markup is whole, and the text survives whole and in order', () => {
-    const cases = markdownCase({ emphasis: ['**', '*', '_', '~~'], bareUrlIsText: true });
+    const cases = markdownCase({ emphasis: ['**', '*', '_', '~~'], bareUrlIsText: true, slackSyntax: true });
     fc.assert(fc.property(cases, limitFor(SLACK_TEXT_LIMIT), ({ markdown, fragments }, limit) => {
       const chunks = renderSlackChunks(markdown, limit);
       for (const [i, chunk] of chunks.entries()) {
@@ -33,6 +34,9 @@ describe('Slack rendering, property-based (fast-check)', () => {
         expect(visible(chunk).trim()).not.toBe('');
         expect(chunk).not.toMatch(LONE_SURROGATE);
         expect(markupError(chunk), chunk.slice(0, 300)).toBeUndefined();
+        expect(unquotedLine(chunk), chunk.slice(0, 300)).toBeUndefined();
+        // A link in Slack's syntax shown as text (`&lt;https://…`) is broken.
+        expect(visible(chunk)).not.toMatch(/<https?:/);
         if (i > 0) expect(cutsCluster(chunks[i - 1]!, chunk)).toBe(false);
         // A message ends early only to keep something whole that then fills most of the next one.
         if (i > 0) expect(chunks[i - 1]!.length + chunk.length).toBeGreaterThan(limit / 4);
@@ -40,6 +44,6 @@ describe('Slack rendering, property-based (fast-check)', () => {
       const shown = chunks.map(visible);
       expect(missingFragment(shown.join('\n'), fragments)).toBeUndefined();
       expect(squeeze(shown.join(''))).toBe(squeeze(visible(renderMrkdwn(markdown, limit))));
-    }), { numRuns: 2000 });
+    }), fcParameters(2000));
   });
 });

@@ -142,4 +142,51 @@ describe('Slack message splitting (4000 characters)', () => {
     expect(chunks[0]).toBe('a'.repeat(3998));
     expect(chunks[1]!.startsWith('&amp;<https://e.com|x>')).toBe(true);
   });
+
+  it('a code block in a quote is quoted on every line, the fences too', () => {
+    expect(renderMrkdwn('> Run:\n> ```sh\n> npm ci\n> npm test\n> ```')).toBe('> Run:\n> \n> ```\n> npm ci\n> npm test\n> ```');
+  });
+
+  it('a code block in a list item is indented on every line, the fences too', () => {
+    expect(renderMrkdwn('1. Build\n\n   ```\n   make\n   make install\n   ```\n2. Done')).toBe('1. Build\n    ```\n    make\n    make install\n    ```\n2. Done');
+  });
+
+  it('a quoted code block cut in two is closed and reopened inside the quote', () => {
+    const code = Array.from({ length: 8 }, (_, i) => `> line ${i}`).join('\n');
+    expect(renderSlackChunks(`> \`\`\`\n${code}\n> \`\`\``, 60)).toEqual([
+      '> ```\n> line 0\n> line 1\n> line 2\n> line 3\n> line 4\n> ```',
+      '> ```\n> line 5\n> line 6\n> line 7\n> ```',
+    ]);
+  });
+
+  it('a quoted line longer than a message keeps its quote marker after the cut', () => {
+    expect(renderSlackChunks(`> ${'word '.repeat(14)}end`, 40)).toEqual([
+      '> word word word word word word word',
+      '> word word word word word word word end',
+    ]);
+  });
+
+  it('a cut at a blank line inside a quote leaves no empty quote line at either edge', () => {
+    expect(renderSlackChunks(`> ${'a'.repeat(30)}\n>\n> ${'b'.repeat(30)}`, 40)).toEqual([`> ${'a'.repeat(30)}`, `> ${'b'.repeat(30)}`]);
+  });
+
+  it('Slack links keep their URL as written (no percent-decoding) and their label, emphasis or code included', () => {
+    expect(renderMrkdwn('<https://x.io/a%20b|docs> <https://x.io/a%7Cb|docs> <https://x.io|*bold* docs> <https://x.io|`code`>'))
+      .toBe('<https://x.io/a%20b|docs> <https://x.io/a%7Cb|docs> <https://x.io|*bold* docs> <https://x.io|`code`>');
+  });
+
+  it('Slack syntax in code stays code; a mention with a label stays neutralized', () => {
+    expect(renderMrkdwn('`<https://x.io|a>` and <@U123|bob_the_builder_>\n\n```\n<https://x.io|b>\n```'))
+      .toBe('`&lt;https://x.io|a&gt;` and &lt;@U123|bob_the_builder_&gt;\n\n```\n&lt;https://x.io|b&gt;\n```');
+  });
+
+  it('a channel reference with an overlong id or name is text, which a split may cut', () => {
+    const name = 'n'.repeat(150);
+    expect(renderMrkdwn(`<#C12345678901234567890123|x> <#C1|${name}>`)).toBe(`&lt;#C12345678901234567890123|x&gt; &lt;#C1|${name}&gt;`);
+    for (const chunk of renderSlackChunks(`<#C1|${'n'.repeat(5000)}>`)) expect(chunk.length).toBeLessThanOrEqual(4000);
+  });
+
+  it('table columns are aligned by characters: an emoji or CJK cell is one column per character', () => {
+    expect(renderMrkdwn('| a | b |\n|---|---|\n| 👍👍 | x |\n| 漢 | y |')).toBe('```\na  | b\n---+--\n👍👍 | x\n漢  | y\n```');
+  });
 });
