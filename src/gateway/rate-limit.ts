@@ -34,7 +34,8 @@ export class SenderRateLimiter {
   private readonly clock: Clock;
 
   constructor(config: RateLimitConfig, clock: Clock) {
-    this.capacity = config.burst > 0 ? config.burst : config.perMinute;
+    // A bucket below one token never lets a message through (perMinute 0.5 with burst 0 would refuse forever).
+    this.capacity = Math.max(1, config.burst > 0 ? config.burst : config.perMinute);
     this.perMs = config.perMinute / 60_000;
     this.clock = clock;
   }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { TurnEvents } from '../agent/turn-events.ts';
@@ -116,7 +116,7 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
     id: randomUUID(), channel: 'api', accountId: 'default', chatType: 'direct', chatId: peer, peerId: peer,
     sender: { id: peer, ...(session ? { name: session.name } : {}) }, text, attachments: [], mentionsBot: true,
     receivedAt: deps.clock.now(), correlationId, agentId: agent.id, dmScope: 'per-channel-peer', ephemeral: !session,
-    rateLimitKey: `api:${clientAddress(c)}`,
+    rateLimitKey: rateLimitKeyOf(c),
   };
   const relay = body.stream === true ? new DeltaRelay() : undefined;
   const abort = new AbortController();
@@ -143,6 +143,15 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
   const early = await Promise.race([relay.started.then(() => undefined), turn.done.then((result) => ({ result }))]);
   if (early && !succeeded(early.result)) return failureResponse(c, turn.failure(early.result), headers);
   return sseResponse(c, headers, { id, created, model: agent.model, includeUsage: body.stream_options?.include_usage === true, relay, turn, abort });
+}
+
+/**
+ * Whom `limits.perSender` counts an API call against (SPEC §14): the caller's bearer token (hashed, so no
+ * secret sits in memory or logs) when one is sent, else the client's address.
+ */
+function rateLimitKeyOf(c: ApiContext): string {
+  const token = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')?.[1];
+  return token ? `api:token:${createHash('sha256').update(token).digest('hex').slice(0, 32)}` : `api:${clientAddress(c)}`;
 }
 
 /** The caller's address (per-client rate limiting of the API). */
