@@ -333,8 +333,11 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       .then(() => { if (!gateway.isClosing) cluster.queue.start((job) => gateway.runJob(job)); });
   }
   // A cluster keeps a goal run's next batch in its queue; a replica starting must not resume runs that others are running.
-  if (!cluster && config.backgroundExecution.enabled && config.backgroundExecution.autoResumeOnStartup) {
-    void resumeInterruptedRuns(gateway, allSessions(store, sessions), logger);
+  if (!cluster) {
+    void resumeInterruptedRuns(gateway, allSessions(store, sessions), logger, {
+      resume: config.backgroundExecution.enabled && config.backgroundExecution.autoResumeOnStartup,
+      settle: (key) => gateway.runOnLane(key, () => runtime.settleStaleRun(key)).then(() => undefined),
+    });
   }
 
   const retentionMs = config.session.resetArchiveRetentionDays * 86_400_000;

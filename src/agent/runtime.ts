@@ -265,6 +265,25 @@ export class AgentRuntime {
     }
   }
 
+  /**
+   * At start: a run the last process left `running` that nothing resumes ends `failed` (its turn died with that
+   * process). Call it on the session's lane. True when the entry changed.
+   */
+  async settleStaleRun(key: string): Promise<boolean> {
+    const stored = await this.options.sessions.get(key);
+    if (!stored) return false;
+    const session = await this.options.sessions.acquire({ ...stored });
+    try {
+      if (session.entry.runState !== 'running') return false;
+      session.entry.runState = 'failed';
+      await this.persist(session.entry, this.options.logger);
+      this.options.logger.info({ sessionKey: key, checkpoint: session.entry.checkpoint }, 'a run the last stop left running ends failed: nothing resumes it');
+      return true;
+    } finally {
+      this.options.sessions.release(session);
+    }
+  }
+
   /** Compacts a stored session by key (admin API). Undefined when the key is unknown. */
   async compactByKey(key: string, signal: AbortSignal = new AbortController().signal): Promise<{ entry: SessionEntry; outcome: CompactionOutcome } | undefined> {
     const stored = await this.options.sessions.get(key);
