@@ -63,6 +63,7 @@ export function describeConfigIssue(issue: z.core.$ZodIssue, schema: unknown, ra
   const where = source ? ` (from ${source})` : '';
   const at = valueAt(raw, issue.path);
   let message = issue.message;
+  if (issue.code === 'invalid_union' && issue.errors.length) return describeUnionIssue(issue, schema, raw, sources);
   if (issue.code === 'unrecognized_keys') {
     const known = knownKeysAt(schema, issue.path);
     message = issue.keys.map((k) => {
@@ -79,6 +80,27 @@ export function describeConfigIssue(issue: z.core.$ZodIssue, schema: unknown, ra
     message = `${message.replace(/^Invalid input: /, '')}, got ${shown(at.value)}`;
   }
   return `${key}${where}: ${message}`;
+}
+
+/**
+ * A value that fits none of a union's shapes (an MCP server with `command` or with `url`): the shape it comes
+ * closest to (fewest problems, so a value with `url` is read as an HTTP server) explains what is wrong inside
+ * it; when two shapes are equally close, the message names them all.
+ */
+function describeUnionIssue(issue: z.core.$ZodIssueInvalidUnion, schema: unknown, raw: unknown, sources: ReadonlyMap<string, string>): string {
+  const fewest = Math.min(...issue.errors.map((e) => e.length));
+  const closest = issue.errors.filter((e) => e.length === fewest);
+  if (closest.length === 1) {
+    return closest[0]!.map((inner) => describeConfigIssue({ ...inner, path: [...issue.path, ...inner.path] } as z.core.$ZodIssue, schema, raw, sources)).join('\n  - ');
+  }
+  const key = issue.path.map(String).join('.') || '(root)';
+  const source = sources.get(key);
+  const shapes = issue.errors.map((branch) => {
+    const missing = branch.filter((i) => i.code === 'invalid_type' && i.path.length === 1).map((i) => String(i.path[0]));
+    const rootType = branch.find((i) => i.code === 'invalid_type' && i.path.length === 0) as { expected?: string } | undefined;
+    return missing.length ? `an object with ${missing.map((m) => `"${m}"`).join(' and ')}` : (EXPECTED[rootType?.expected ?? ''] ?? rootType?.expected ?? 'another shape');
+  });
+  return `${key}${source ? ` (from ${source})` : ''}: expected ${[...new Set(shapes)].join(' or ')}, got ${shown(valueAt(raw, issue.path).value)}`;
 }
 
 /** A JSON5 syntax error with the offending line and a caret under the column. */

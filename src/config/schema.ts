@@ -50,10 +50,13 @@ const gateway = z.strictObject({
   shutdownGraceMs: z.number().int().nonnegative().default(10_000),
 });
 
+/** A token or key: surrounding whitespace (a trailing newline from .env or a secrets file) is not part of it. */
+const secret = z.string().transform((value) => value.trim());
+
 const provider = z.strictObject({
   kind: z.enum(['openai', 'offline']).default('openai'),
   baseUrl: z.string().default(''),
-  apiKey: z.string().default(''),
+  apiKey: secret.default(''),
   model: z.string().min(1).default('gpt-4o-mini'),
   contextWindow: z.number().int().positive().default(128_000),
   maxTokens: z.number().int().positive().default(4096),
@@ -80,7 +83,9 @@ const contextPruning = z.strictObject({
 
 /** Tool presets of SPEC §11. */
 export const TOOL_PRESETS = ['full', 'messaging', 'minimal', 'none'] as const;
-const toolName = z.string().regex(/^((group|mcp):[a-zA-Z0-9_:-]+|[a-zA-Z0-9_-]{1,64})$/, 'expected a tool name, group:<name> or mcp:<server>');
+// `group:mcp:<server>` is read as `mcp:<server>`, the group the server's tools are in.
+const toolName = z.string().regex(/^((group|mcp):[a-zA-Z0-9_:-]+|[a-zA-Z0-9_-]{1,64})$/, 'expected a tool name, group:<name> or mcp:<server>')
+  .transform((name) => name.replace(/^group:mcp:/, 'mcp:'));
 const toolPolicy = z.strictObject({
   preset: z.enum(TOOL_PRESETS).default('messaging'),
   allow: z.array(toolName).default([]),
@@ -151,10 +156,10 @@ const maxInboundChars = z.number().int().positive().optional();
 
 const telegramAccount = z.strictObject({
   enabled: z.boolean().optional(),
-  botToken: z.string().optional(),
+  botToken: secret.optional(),
   apiRoot: z.string().optional(),
   mode: z.enum(['polling', 'webhook']).optional(),
-  webhookSecret: z.string().optional(),
+  webhookSecret: secret.optional(),
   dmPolicy: dmPolicy.optional(),
   allowFrom: idList.optional(),
   groupPolicy: groupPolicy.optional(),
@@ -164,10 +169,10 @@ const telegramAccount = z.strictObject({
 });
 const telegram = z.strictObject({
   ...commonChannel,
-  botToken: z.string().default(''),
+  botToken: secret.default(''),
   apiRoot: z.string().default(''),
   mode: z.enum(['polling', 'webhook']).default('polling'),
-  webhookSecret: z.string().default(''),
+  webhookSecret: secret.default(''),
   groupPolicy: groupPolicy.default('allowlist'),
   groups: idList,
   accounts: z.record(accountId, telegramAccount).default({}),
@@ -175,7 +180,7 @@ const telegram = z.strictObject({
 
 const discordAccount = z.strictObject({
   enabled: z.boolean().optional(),
-  token: z.string().optional(),
+  token: secret.optional(),
   apiBase: z.string().optional(),
   dmPolicy: dmPolicy.optional(),
   allowFrom: idList.optional(),
@@ -186,7 +191,7 @@ const discordAccount = z.strictObject({
 });
 const discord = z.strictObject({
   ...commonChannel,
-  token: z.string().default(''),
+  token: secret.default(''),
   apiBase: z.string().default(''),
   groupPolicy: groupPolicy.default('allowlist'),
   guilds: idList,
@@ -197,9 +202,9 @@ const discord = z.strictObject({
 
 const slackAccount = z.strictObject({
   enabled: z.boolean().optional(),
-  botToken: z.string().optional(),
-  appToken: z.string().optional(),
-  signingSecret: z.string().optional(),
+  botToken: secret.optional(),
+  appToken: secret.optional(),
+  signingSecret: secret.optional(),
   apiUrl: z.string().optional(),
   mode: z.enum(['socket', 'http']).optional(),
   dmPolicy: dmPolicy.optional(),
@@ -211,9 +216,9 @@ const slackAccount = z.strictObject({
 });
 const slack = z.strictObject({
   ...commonChannel,
-  botToken: z.string().default(''),
-  appToken: z.string().default(''),
-  signingSecret: z.string().default(''),
+  botToken: secret.default(''),
+  appToken: secret.default(''),
+  signingSecret: secret.default(''),
   apiUrl: z.string().default(''),
   mode: z.enum(['socket', 'http']).default('socket'),
   groupPolicy: groupPolicy.default('allowlist'),
@@ -257,14 +262,26 @@ const mcp = z.strictObject({
   servers: z.record(mcpServerName, z.union([mcpStdio, mcpHttp])).default({}),
 });
 
+/**
+ * A platform id in a binding, as a string. A number is accepted only while it is exact: a Discord snowflake
+ * written without quotes has already lost its last digits when the JSON is read.
+ */
+const platformId = z.union([z.string().min(1), z.number()]).transform((id, ctx) => {
+  if (typeof id === 'number' && !Number.isSafeInteger(id)) {
+    ctx.addIssue({ code: 'custom', message: `${id} is too long to be exact as a JSON number (its last digits are already lost); quote the id: "…"` });
+    return z.NEVER;
+  }
+  return String(id);
+});
+
 /** A binding (SPEC §12): which agent answers messages matching `match`; the most specific match wins. */
 const binding = z.strictObject({
   agentId: z.string().min(1),
   match: z.strictObject({
     channel: z.enum(['telegram', 'discord', 'slack', 'webchat', 'cli', 'api']),
     accountId: z.string().min(1).optional(),
-    peer: z.strictObject({ kind: z.enum(['direct', 'group', 'channel']), id: z.union([z.string().min(1), z.number()]).transform(String) }).optional(),
-    guildId: z.union([z.string().min(1), z.number()]).transform(String).optional(),
+    peer: z.strictObject({ kind: z.enum(['direct', 'group', 'channel']), id: platformId }).optional(),
+    guildId: platformId.optional(),
     teamId: z.string().min(1).optional(),
   }),
 });

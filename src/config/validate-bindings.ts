@@ -21,12 +21,13 @@ export function validateBindings(bindings: readonly Binding[], agentIds: readonl
     if (!agentIds.includes(b.agentId)) problems.push(`${where}.agentId: no agent "${b.agentId}" in agents.list (${agentIds.join(', ')})`);
     if (m.guildId && m.channel !== 'discord') problems.push(`${where}.match.guildId: only Discord messages have a guild, but the channel is ${m.channel}`);
     if (m.teamId && m.channel !== 'slack') problems.push(`${where}.match.teamId: only Slack messages have a team, but the channel is ${m.channel}`);
+    if (m.guildId && m.peer?.kind === 'direct') problems.push(`${where}.match: a Discord direct message has no guild, so guildId and peer.kind "direct" never match together; drop guildId`);
     if (m.peer && !CHAT_TYPES[m.channel]?.includes(m.peer.kind)) problems.push(`${where}.match.peer.kind: ${m.channel} has no ${m.peer.kind} chats (it has ${CHAT_TYPES[m.channel]?.join(', ')})`);
     if (m.accountId) {
       const accounts = accountsOf(m.channel);
       if (!accounts.includes(m.accountId)) problems.push(`${where}.match.accountId: ${m.channel} has no account "${m.accountId}" (${accounts.join(', ') || 'none configured'})`);
     }
-    const signature = JSON.stringify([m.channel, m.accountId ?? null, m.peer ? [m.peer.kind, m.peer.id.toLowerCase()] : null, m.guildId ?? null, m.teamId ?? null]);
+    const signature = JSON.stringify([m.channel, m.accountId ?? null, m.peer ? [m.peer.kind, m.peer.id.toLowerCase()] : null, m.guildId?.toLowerCase() ?? null, m.teamId?.toLowerCase() ?? null]);
     const first = seen.get(signature);
     if (first !== undefined) problems.push(`${where}.match: the same match as bindings[${first}]; keep one of them`);
     else seen.set(signature, i);

@@ -22,14 +22,20 @@ function matches(binding: Binding, facts: BindingFacts): boolean {
   const m = binding.match;
   if (m.channel !== facts.channel) return false;
   if (m.accountId && m.accountId !== facts.accountId) return false;
-  if (m.guildId && !(facts.containerIds ?? []).includes(m.guildId)) return false;
-  if (m.teamId && !(facts.containerIds ?? []).includes(m.teamId)) return false;
+  // Ids compare case-insensitively, as peer ids do (a Slack team id may be written in either case).
+  if (m.guildId && !hasId(facts.containerIds, m.guildId)) return false;
+  if (m.teamId && !hasId(facts.containerIds, m.teamId)) return false;
   if (m.peer) {
     if (m.peer.kind !== facts.chatType) return false;
     const id = facts.chatType === 'direct' ? facts.peerId : facts.groupId;
     if (id?.toLowerCase() !== m.peer.id.toLowerCase()) return false;
   }
   return true;
+}
+
+function hasId(ids: readonly string[] | undefined, wanted: string): boolean {
+  const lower = wanted.toLowerCase();
+  return (ids ?? []).some((id) => id.toLowerCase() === lower);
 }
 
 /** The agent of a message: the most specific matching binding's, else `fallback` (the first agent). */

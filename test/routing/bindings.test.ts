@@ -53,6 +53,13 @@ describe('agentOf', () => {
     expect(agentOf([b('dm', { channel: 'discord', peer: { kind: 'direct', id: 'U9' } })], facts({ chatType: 'direct', groupId: undefined }), 'fallback')).toBe('fallback');
   });
 
+  it('guild and team ids compare without case, as peer ids do', () => {
+    expect(agentOf(bindings, facts({ groupId: 'C2', containerIds: ['g1'] }), 'main')).toBe('guild');
+    expect(agentOf(bindings, facts({ channel: 'slack', groupId: 'C2', containerIds: ['t1'] }), 'main')).toBe('team');
+    expect(agentOf([b('lower', { channel: 'slack', teamId: 't2' })], facts({ channel: 'slack', containerIds: ['T2'] }), 'main')).toBe('lower');
+    expect(agentOf(bindings, facts({ channel: 'slack', groupId: 'C2', containerIds: ['T3'] }), 'main')).toBe('main');
+  });
+
   it('no bindings: the fallback', () => {
     expect(agentOf([], facts(), 'main')).toBe('main');
   });
