@@ -10,11 +10,19 @@ import { jsonError } from './http-error.ts';
 /** Name of the dashboard's session cookie. */
 export const SESSION_COOKIE = 'switchboard_session';
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-/** Routes a browser needs before it is signed in: the page (sign-in or dashboard), its assets, sign-in and out. */
-const PUBLIC_GET = /^\/(?:|favicon\.(?:svg|ico)|assets\/[\w./-]+|dashboard\/session)$/;
+/**
+ * Routes a browser needs before it is signed in: static assets (no secrets), whether sign-in is needed, sign-in
+ * and out. `GET /` is public only to browsers (`Accept: text/html`), which get the sign-in page.
+ */
+const PUBLIC_GET = /^\/(?:favicon\.(?:svg|ico)|assets\/[\w./-]+|dashboard\/session)$/;
 const PUBLIC_POST = new Set(['/dashboard/sign-in', '/dashboard/sign-out']);
-/** Wrong tokens accepted per client address and minute before sign-in answers 429. */
+/** Wrong tokens per client address and minute before further wrong ones answer 429 (the right token still signs in). */
 const MAX_FAILURES_PER_MINUTE = 10;
+/**
+ * Header the sign-in page sends: a refused sign-in then answers 200 `{ signedIn: false, error }` instead of
+ * 401/429, so the browser logs no failed request in the console. Programs get the status codes.
+ */
+export const SIGN_IN_PAGE_HEADER = 'x-switchboard-sign-in';
 
 /** Options of {@link createDashboardAuth}. */
 export interface DashboardAuthOptions {
@@ -25,6 +33,8 @@ export interface DashboardAuthOptions {
   clock: Clock;
   /** Cookie lifetime (default 7 days). */
   maxAgeSeconds?: number;
+  /** Most client addresses remembered with recent wrong tokens (default 10,000; the oldest are forgotten first). */
+  maxTrackedClients?: number;
 }
 
 /** How a request is authenticated: the session cookie, the bearer header, or no token configured. */
@@ -40,12 +50,23 @@ export type DashboardAuthVia = 'cookie' | 'bearer' | 'open';
 export interface DashboardAuth {
   /** True when `gateway.authToken` is set. */
   readonly required: boolean;
+  /** Client addresses with wrong tokens in the last minute (bounded by `maxTrackedClients`). */
+  readonly throttledClients: number;
   /** For `createHttpApp`: `'allow'` (public route or signed-in browser), a 403 (cross-site), or undefined (bearer decides). */
   verdict(c: Context): 'allow' | Response | undefined;
   /** How this request is signed in, if it is. */
   via(c: Context): DashboardAuthVia | undefined;
+  /** The nonce of this request's valid session cookie (one per sign-in), if it has one. */
+  sessionOf(c: Context): string | undefined;
+  /** Called with the nonce of each cookie signed out (to end what that browser has open, such as event streams). */
+  onSignOut(listener: (nonce: string) => void): void;
   /** `GET /dashboard/session`, `POST /dashboard/sign-in` `{token}`, `POST /dashboard/sign-out`. */
   mount(app: HttpApp): void;
+}
+
+/** True for a request a browser makes for a page (navigation), not a program asking for data. */
+export function wantsHtml(c: Context): boolean {
+  return (c.req.header('accept') ?? '').toLowerCase().includes('text/html');
 }
 
 /** True when a state-changing request comes from a page of this gateway (not another site). */
@@ -74,6 +95,16 @@ export function createDashboardAuth(options: DashboardAuthOptions): DashboardAut
   const file = path.join(options.stateDir, 'dashboard-sign-outs.json');
   let signedOut: Map<string, number> | undefined;
   const failures = new Map<string, { count: number; since: number }>();
+  const maxTracked = options.maxTrackedClients ?? 10_000;
+  const signOutListeners: ((nonce: string) => void)[] = [];
+  /** Forgets windows that are over, and the oldest clients beyond the cap (a Map iterates in insertion order). */
+  const pruneFailures = (now: number) => {
+    for (const [client, f] of failures) if (now - f.since >= 60_000) failures.delete(client);
+    for (const client of failures.keys()) {
+      if (failures.size <= maxTracked) break;
+      failures.delete(client);
+    }
+  };
 
   const revoked = (): Map<string, number> => {
     if (signedOut) return signedOut;
@@ -113,9 +144,14 @@ export function createDashboardAuth(options: DashboardAuthOptions): DashboardAut
 
   const auth: DashboardAuth = {
     required: Boolean(token),
+    get throttledClients() {
+      pruneFailures(clock.now());
+      return failures.size;
+    },
     verdict(c) {
       const p = c.req.path;
-      if ((c.req.method === 'GET' || c.req.method === 'HEAD') ? PUBLIC_GET.test(p) : c.req.method === 'POST' && PUBLIC_POST.has(p)) return 'allow';
+      const read = c.req.method === 'GET' || c.req.method === 'HEAD';
+      if (read ? PUBLIC_GET.test(p) || (p === '/' && wantsHtml(c)) : c.req.method === 'POST' && PUBLIC_POST.has(p)) return 'allow';
       if (c.req.header('authorization') !== undefined || !check(getCookie(c, SESSION_COOKIE))) return undefined;
       return STATE_CHANGING.has(c.req.method) && !fromOwnPage(c) ? refuseCrossSite(c) : 'allow';
     },
@@ -125,6 +161,12 @@ export function createDashboardAuth(options: DashboardAuthOptions): DashboardAut
       if (given !== undefined) return sameSecret(given, token) ? 'bearer' : undefined;
       return check(getCookie(c, SESSION_COOKIE)) ? 'cookie' : undefined;
     },
+    sessionOf(c) {
+      return token && bearer(c) === undefined ? check(getCookie(c, SESSION_COOKIE))?.nonce : undefined;
+    },
+    onSignOut(listener) {
+      signOutListeners.push(listener);
+    },
     mount(app) {
       app.get('/dashboard/session', (c) => {
         c.header('cache-control', 'no-store');
@@ -133,25 +175,34 @@ export function createDashboardAuth(options: DashboardAuthOptions): DashboardAut
       app.post('/dashboard/sign-in', async (c) => {
         if (!fromOwnPage(c)) return refuseCrossSite(c);
         if (!token) return c.json({ signedIn: true, via: 'open' });
-        const client = clientOf(c);
-        const now = clock.now();
-        const seen = failures.get(client);
-        if (seen && now - seen.since < 60_000 && seen.count >= MAX_FAILURES_PER_MINUTE) {
-          return jsonError(c, 429, 'Too many wrong tokens; wait a minute and try again.', 'rate_limit_exceeded');
-        }
+        const refuse = (status: 401 | 429, message: string, code: string) => (c.req.header(SIGN_IN_PAGE_HEADER)
+          ? c.json({ signedIn: false, error: { message, type: status === 429 ? 'rate_limit_error' : 'authentication_error', code } })
+          : jsonError(c, status, message, code));
         const typed = ((await c.req.json().catch(() => ({}))) as { token?: unknown }).token;
+        // The right token always signs in, so wrong ones (behind a proxy: everyone's) cannot lock the owner out.
+        // The limit adds no secrecy (a wrong bearer header on any route also answers at once); it keeps a
+        // stranger's guessing loud and slow in the log, and the token's length is what protects it (README).
         if (typeof typed !== 'string' || !sameSecret(typed.trim(), token)) {
-          failures.set(client, seen && now - seen.since < 60_000 ? { count: seen.count + 1, since: seen.since } : { count: 1, since: now });
-          return jsonError(c, 401, 'Wrong token: that is not this gateway\'s gateway.authToken.', 'wrong_token');
+          const client = clientOf(c);
+          const now = clock.now();
+          pruneFailures(now);
+          const seen = failures.get(client);
+          failures.delete(client);
+          failures.set(client, seen ? { count: seen.count + 1, since: seen.since } : { count: 1, since: now });
+          pruneFailures(now);
+          if (seen && seen.count >= MAX_FAILURES_PER_MINUTE) return refuse(429, 'Too many wrong tokens; wait a minute and try again.', 'rate_limit_exceeded');
+          return refuse(401, 'Wrong token: that is not this gateway\'s gateway.authToken.', 'wrong_token');
         }
-        failures.delete(client);
         cookie(c, issue(), Math.floor(maxAgeMs / 1000));
         return c.json({ signedIn: true, via: 'cookie' });
       });
       app.post('/dashboard/sign-out', (c) => {
         if (!fromOwnPage(c)) return refuseCrossSite(c);
         const current = check(getCookie(c, SESSION_COOKIE));
-        if (current) remember(current.nonce, current.until);
+        if (current) {
+          remember(current.nonce, current.until);
+          for (const listener of signOutListeners) listener(current.nonce);
+        }
         cookie(c, '', 0);
         return c.json({ signedIn: false });
       });

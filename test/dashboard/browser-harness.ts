@@ -94,7 +94,8 @@ export async function openPage(world: DashboardWorld, url: string, viewport = WI
   const context = await world.browser.newContext({ viewport, ...(signedIn ? { storageState: signedIn } : {}) });
   const page = await context.newPage();
   const errors: string[] = [];
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  // With the URL it came from: "Failed to load resource" alone does not say which request failed.
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(`${m.text()} (${m.location().url})`); });
   page.on('pageerror', (e) => errors.push(`page error: ${e.stack ?? e.message}`));
   await page.goto(url);
   return { context, page, errors };
