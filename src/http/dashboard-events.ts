@@ -1,3 +1,4 @@
+import type { Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import type { StatusReport } from '../accounting/status-report.ts';
 import type { TurnEvents, TurnScope } from '../agent/turn-events.ts';
@@ -5,6 +6,7 @@ import type { Logger } from '../core/logger.ts';
 import type { PairedPeer, PairingRequest } from '../routing/pairing.ts';
 import { totalTokens, type SessionEntry } from '../sessions/entry.ts';
 import type { HttpApp } from './app.ts';
+import type { ReadinessReport } from './ready-route.ts';
 
 /** What the dashboard's event stream reads. */
 export interface DashboardEventSources {
@@ -12,6 +14,8 @@ export interface DashboardEventSources {
   events: TurnEvents;
   /** `GET /status` (channels as `/readyz` sees them, queue, sessions, providers, MCP servers). */
   status(): Promise<StatusReport>;
+  /** `GET /readyz`'s own check ({@link readiness}), sent with each status as `readiness`, so the page says what `/readyz` says. */
+  readiness?(): Promise<ReadinessReport>;
   /** Sessions in memory, to notice changes made outside a turn (admin reset, `/stop`, eviction). */
   activeSessions(): Iterable<{ entry: SessionEntry }>;
   /** Pending pairing requests and paired peers. */
@@ -25,9 +29,14 @@ export interface DashboardEventSources {
   heartbeatMs?: number;
 }
 
+/** The `status` event: the `/status` report and, when the gateway gives it, the readiness report. */
+export type DashboardStatus = StatusReport & { readiness?: ReadinessReport };
+
 /** One connected page. */
 interface Listener {
   stream: SSEStreamingApi;
+  /** The nonce of the session cookie it was opened with (none with the bearer header or without a token). */
+  session: string | undefined;
   close(): void;
 }
 
@@ -36,7 +45,8 @@ interface Listener {
  * - `hello` `{version, startedAt}` first (`retry: 1000`, so the browser reconnects within a second after a restart);
  * - `session` `{key, reason}` when a turn starts or ends, an LLM call is counted, a tool runs, a batch ends, or an
  *   entry in memory changed otherwise (`reason: "changed"`);
- * - `status` (the `/status` report) and `pairing` (`{pending, paired}`) on connect and whenever they change.
+ * - `status` (the `/status` report plus `readiness`: `{ ready, failing }` as `GET /readyz` judges it) and `pairing` (`{pending, paired}`) on connect and whenever they change.
+ * - `signed-out` `{}` just before the stream ends because the cookie it was opened with was signed out.
  *
  * Turn events are pushed at once; status, pairing and entries have no change events of their own, so they
  * are compared every `tickMs`, and only while at least one page listens.
@@ -51,7 +61,7 @@ export class DashboardEvents {
   private failing = false;
   private ticks = 0;
   /** What was last pushed (as compared text and as sent), so a new page starts from what the others have. */
-  private last: { status?: string; pairing?: string; entries?: Map<string, string>; sent?: { status: StatusReport; pairing: unknown } } = {};
+  private last: { status?: string; pairing?: string; entries?: Map<string, string>; sent?: { status: DashboardStatus; pairing?: unknown } } = {};
 
   constructor(sources: DashboardEventSources) {
     this.sources = sources;
@@ -70,12 +80,14 @@ export class DashboardEvents {
     return this.listeners.size;
   }
 
-  mount(app: HttpApp): void {
+  /** Mounts `GET /dashboard/events`; `sessionOf` names the sign-in a request's cookie belongs to. */
+  mount(app: HttpApp, sessionOf: (c: Context) => string | undefined = () => undefined): void {
     app.get('/dashboard/events', (c) => {
       c.header('x-accel-buffering', 'no');
+      const session = sessionOf(c);
       return streamSSE(c, async (stream) => {
         await new Promise<void>((resolve) => {
-          const listener: Listener = { stream, close: resolve };
+          const listener: Listener = { stream, session, close: resolve };
           stream.onAbort(resolve);
           this.listeners.add(listener);
           void this.greet(listener);
@@ -86,6 +98,17 @@ export class DashboardEvents {
         });
       });
     });
+  }
+
+  /** Ends the streams opened with the session cookie `nonce` (it was signed out). */
+  endSession(nonce: string): void {
+    for (const l of this.listeners) {
+      if (l.session !== nonce) continue;
+      this.listeners.delete(l);
+      // Said first, so the page goes to sign-in instead of reconnecting into a 401.
+      l.stream.writeSSE({ event: 'signed-out', data: '{}' }).catch(() => undefined).finally(() => l.close());
+    }
+    if (this.listeners.size === 0) this.stopTimer();
   }
 
   /** Ends every stream (at shutdown) and stops listening to turn events. */
@@ -115,7 +138,7 @@ export class DashboardEvents {
     this.send(listener, 'hello', { version: this.sources.version, startedAt: this.sources.startedAt }, 1000);
     if (!this.last.sent) return this.tick();
     this.send(listener, 'status', this.last.sent.status);
-    this.send(listener, 'pairing', this.last.sent.pairing);
+    if (this.last.sent.pairing) this.send(listener, 'pairing', this.last.sent.pairing);
   }
 
   /** Compares status, pairing and entries in memory with the last tick, and pushes what changed. */
@@ -123,11 +146,15 @@ export class DashboardEvents {
     if (this.ticking || this.listeners.size === 0) return;
     this.ticking = true;
     try {
-      const [status, pairing] = await Promise.all([this.sources.status(), this.sources.pairing()]);
+      const [report, ready] = await Promise.all([this.sources.status(), this.sources.readiness?.()]);
+      const status: DashboardStatus = ready ? { ...report, readiness: ready } : report;
       // uptime changes every second; it is not a change worth a push.
       const statusText = JSON.stringify({ ...status, uptimeSeconds: 0 });
       if (statusText !== this.last.status) this.broadcast('status', status);
       this.last.status = statusText;
+      this.last.sent = { ...this.last.sent, status };
+      // After the status: a store that is down fails this, and the page must still hear that it is not ready.
+      const pairing = await this.sources.pairing();
       const pairingText = JSON.stringify(pairing);
       if (pairingText !== this.last.pairing) this.broadcast('pairing', pairing);
       this.last.pairing = pairingText;

@@ -56,7 +56,8 @@ function serve(c: Context, item: Asset | undefined): Response {
 }
 
 /**
- * `GET /`: the dashboard, or its sign-in page when `gateway.authToken` is set and the browser is not signed in;
+ * `GET /`: the dashboard, or its sign-in page when `gateway.authToken` is set and a browser (`Accept: text/html`)
+ * is not signed in (other callers without the token get 401 JSON, as on every route but `/healthz`);
  * `GET /assets/*` and the favicon; sign-in routes ({@link DashboardAuth}); the live event stream ({@link DashboardEvents}).
  */
 export function mountDashboard(deps: DashboardDeps): (app: HttpApp) => void {
@@ -70,6 +71,8 @@ export function mountDashboard(deps: DashboardDeps): (app: HttpApp) => void {
       return serve(c, name.endsWith('.html') ? undefined : assets.get(name));
     });
     deps.auth.mount(app);
-    deps.live.mount(app);
+    // A stream opened with a session cookie ends when that cookie is signed out.
+    deps.live.mount(app, (c) => deps.auth.sessionOf(c));
+    deps.auth.onSignOut((nonce) => deps.live.endSession(nonce));
   };
 }

@@ -4,7 +4,8 @@ import type { StatusReport } from '../../src/accounting/status-report.ts';
 import { TurnEvents } from '../../src/agent/turn-events.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import type { HttpApp } from '../../src/http/app.ts';
-import { DashboardEvents } from '../../src/http/dashboard-events.ts';
+import { DashboardEvents, type DashboardStatus } from '../../src/http/dashboard-events.ts';
+import { readiness } from '../../src/http/ready-route.ts';
 import type { PairedPeer, PairingRequest } from '../../src/routing/pairing.ts';
 import type { SessionEntry } from '../../src/sessions/entry.ts';
 import { readSse, type SseReader } from './sse.ts';
@@ -37,15 +38,25 @@ describe('the dashboard event stream', () => {
       pairing: { pending: [] as PairingRequest[], paired: [] as PairedPeer[] },
       entries: [{ key: KEY, sessionId: 's-1', updatedAt: 1, runState: 'idle', messageCount: 2, tokens: { input: 1, output: 2, cacheRead: 0, cacheWrite: 0 }, compactionCount: 0 } as SessionEntry],
       statusCalls: 0,
+      storeDown: false,
+      pairingDown: false,
     };
     live = new DashboardEvents({
       events, version: '9.9.9', startedAt: 1234, logger: silentLogger(), tickMs: 10, heartbeatMs: 10_000,
       status: async () => { world.statusCalls++; return world.status; },
-      pairing: async () => world.pairing,
+      pairing: async () => {
+        if (world.pairingDown) throw new Error('SQLITE_CANTOPEN: unable to open database file');
+        return world.pairing;
+      },
+      // The gateway's own /readyz check, on the same channels as the status report.
+      readiness: () => readiness({
+        pingStore: async () => { if (world.storeDown) throw new Error('SQLITE_CANTOPEN: unable to open database file'); },
+        channels: () => world.status.channels, isClosing: () => false,
+      }),
       activeSessions: () => world.entries.map((entry) => ({ entry })),
     });
     const app = new Hono() as unknown as HttpApp;
-    live.mount(app);
+    live.mount(app, (c) => c.req.header('x-test-session'));
     return { events, world, app };
   }
 
@@ -104,5 +115,34 @@ describe('the dashboard event stream', () => {
     live!.close();
     expect(await again.rest()).toEqual([]);
     expect(live!.listenerCount).toBe(0);
+  });
+
+  it('sends /readyz\'s verdict with the status: not ready while the store is down (pairing failing too), or a channel is stopped', async () => {
+    const { world, app } = start();
+    reader = readSse(await app.request('/dashboard/events'));
+    const first = await reader.until((e) => e.event === 'status');
+    expect((first.data as DashboardStatus).readiness).toEqual({ ready: true, failing: [] });
+    world.storeDown = true;
+    world.pairingDown = true;
+    const down = await reader.until((e) => e.event === 'status');
+    expect((down.data as DashboardStatus).readiness).toEqual({ ready: false, failing: [{ part: 'store', name: 'store', error: 'SQLITE_CANTOPEN: unable to open database file' }] });
+    world.storeDown = false;
+    world.pairingDown = false;
+    world.status = { ...statusWith('running'), channels: [{ id: 'telegram', accountId: 'default', status: 'stopped' }] };
+    const stopped = await reader.until((e) => e.event === 'status');
+    expect((stopped.data as DashboardStatus).readiness).toEqual({ ready: false, failing: [{ part: 'channel', name: 'telegram/default', status: 'stopped', error: 'stopped' }] });
+  });
+
+  it('ends the streams opened with a signed-out session (saying so first), and only those', async () => {
+    const { app } = start();
+    const mine = readSse(await app.request('/dashboard/events', { headers: { 'x-test-session': 'nonce-a' } }));
+    reader = readSse(await app.request('/dashboard/events', { headers: { 'x-test-session': 'nonce-b' } }));
+    const bearer = readSse(await app.request('/dashboard/events'));
+    for (const r of [mine, reader, bearer]) await r.until((e) => e.event === 'pairing');
+    expect(live!.listenerCount).toBe(3);
+    live!.endSession('nonce-a');
+    expect((await mine.rest()).at(-1)?.event).toBe('signed-out');
+    expect(live!.listenerCount).toBe(2);
+    await bearer.cancel();
   });
 });

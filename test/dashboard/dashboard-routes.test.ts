@@ -51,14 +51,21 @@ describe('dashboard pages, assets and live stream through the gateway', () => {
     expect([...seen].sort()).toEqual(['api.js', 'app.js', 'chat.js', 'markdown.js', 'ops.js', 'session-parts.js', 'sessions.js', 'sign-in.js', 'timeline.js', 'vendor/markdown-it.mjs']);
   });
 
-  it('with a token serves the sign-in page (no secret in it) to strangers, and keeps the data behind the token', async () => {
+  it('with a token serves the sign-in page (no secret in it) to browsers only, and keeps the data behind the token', async () => {
     h = await startApiHarness({ config: { providers: { default: { maxRetries: 0 } }, gateway: { port: 0, authToken: TOKEN } }, apiKey: TOKEN });
-    const page = await fetch(`${h.gw.url}/`);
+    const page = await fetch(`${h.gw.url}/`, { headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' } });
     expect(page.status).toBe(200);
     const html = await page.text();
     expect(html).toContain('Gateway token');
     expect(html).not.toContain(TOKEN);
+    // SPEC §7: every route but /healthz needs the token; a program (no text/html in Accept) gets 401 JSON.
+    for (const accept of [undefined, 'application/json', '*/*']) {
+      const refused = await fetch(`${h.gw.url}/`, accept ? { headers: { accept } } : {});
+      expect(refused.status, accept).toBe(401);
+      expect(await refused.json()).toMatchObject({ error: { type: 'authentication_error', code: 'unauthorized' } });
+    }
     expect((await fetch(`${h.gw.url}/assets/app.js`)).status).toBe(200);
+    expect((await fetch(`${h.gw.url}/favicon.svg`)).status).toBe(200);
     expect((await fetch(`${h.gw.url}/dashboard/events`)).status).toBe(401);
     expect((await fetch(`${h.gw.url}/admin/sessions`)).status).toBe(401);
     // A proxy that adds the bearer header gets the dashboard itself.
@@ -85,5 +92,23 @@ describe('dashboard pages, assets and live stream through the gateway', () => {
       reasons.push((e.data as { reason: string }).reason);
     }
     expect(reasons).toEqual(['turn-start', 'llm-call', 'batch-end', 'turn-end']);
+  });
+
+  it('ends a browser\'s open event stream when it signs out; a stream opened with the bearer header stays', async () => {
+    h = await startApiHarness({ config: { providers: { default: { maxRetries: 0 } }, gateway: { port: 0, authToken: TOKEN } }, apiKey: TOKEN });
+    const url = h.gw.url!;
+    const signIn = await fetch(`${url}/dashboard/sign-in`, { method: 'POST', headers: { origin: url, 'content-type': 'application/json' }, body: JSON.stringify({ token: TOKEN }) });
+    const cookie = `switchboard_session=${/switchboard_session=([^;]+)/.exec(signIn.headers.get('set-cookie') ?? '')![1]}`;
+    const browser = readSse(await fetch(`${url}/dashboard/events`, { headers: { cookie } }));
+    sse = readSse(await fetch(`${url}/dashboard/events`, { headers: { authorization: `Bearer ${TOKEN}` } }));
+    await browser.until((e) => e.event === 'pairing');
+    await sse.until((e) => e.event === 'pairing');
+    expect((await fetch(`${url}/dashboard/sign-out`, { method: 'POST', headers: { origin: url, cookie } })).status).toBe(200);
+    const rest = await browser.rest();
+    expect(rest.at(-1)?.event).toBe('signed-out');
+    expect((await fetch(`${url}/dashboard/events`, { headers: { cookie } })).status).toBe(401);
+    // The program's stream goes on: it still gets turn events.
+    const reply = await (await fetch(`${url}/webchat/messages`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ user: 'yan', text: 'hi' }) })).json() as { sessionKey: string };
+    await sse.until((e) => e.event === 'session' && (e.data as { key: string }).key === reply.sessionKey);
   });
 });

@@ -70,6 +70,10 @@ function connect() {
     renderStatus(state.status);
   });
   source.addEventListener('pairing', (e) => renderPairing(JSON.parse(e.data)));
+  source.addEventListener('signed-out', () => {
+    source.close();
+    location.replace('/');
+  });
   source.addEventListener('session', (e) => {
     state.changed.add(JSON.parse(e.data).key);
     flushSessions();

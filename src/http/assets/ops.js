@@ -3,21 +3,35 @@ import { $, act, api, fmt, h, table, when } from './api.js';
 
 const sessionLink = (key) => h('a', { href: `#/sessions/${encodeURIComponent(key)}`, class: 'mono', text: key });
 
-/** A channel's health as `/readyz` judges it (running = connected), with the supervisor's reason. */
+/** A channel's health as `/readyz` judges it (running, standby and disabled are ready), with the supervisor's reason. */
 export function channelHealth(c) {
   const s = c.supervision;
   if (c.status === 'running') return { label: 'connected', tone: 'ok' };
   if (c.status === 'standby') return { label: 'standby', tone: 'ok' };
   if (c.status === 'disabled') return { label: 'disabled', tone: 'off' };
-  if (c.status === 'stopped' && !s) return { label: 'stopped', tone: 'off' };
+  if (c.status === 'stopped' && !s) return { label: 'stopped', tone: 'bad', failing: true };
   if (c.status === 'failed' || s?.state === 'gave-up' || s?.state === 'retrying') return { label: 'failed', tone: 'bad', failing: true };
   return { label: 'connecting', tone: 'warn', failing: true };
+}
+
+/** The readiness line: the server's own `/readyz` report, sent with the status (`status.readiness`). */
+function readyLine(readiness, failing) {
+  if (!readiness) {
+    return failing.length
+      ? `Not ready: ${failing.map((c) => `${c.id}/${c.accountId}`).join(', ')} ${failing.length === 1 ? 'is' : 'are'} not connected.`
+      : 'Every enabled channel is connected.';
+  }
+  if (readiness.ready) return 'Ready: the store answers and every enabled channel is connected (GET /readyz answers 200).';
+  const part = (f) => (f.part === 'store' ? `the session store (${f.error})` : f.part === 'gateway' ? `the gateway is ${f.error}` : `${f.name} (${f.error})`);
+  return `Not ready (GET /readyz answers 503): ${readiness.failing.map(part).join('; ')}.`;
 }
 
 /** Channel and MCP cards, the readiness line and the nav badges, from a `/status` report. */
 export function renderStatus(status) {
   const channels = status.channels;
-  const failing = channels.filter((c) => channelHealth(c).failing);
+  // The server's readiness names the failing channels when it is there; `api` is not one /readyz checks.
+  const notReady = status.readiness ? new Set(status.readiness.failing.filter((f) => f.part === 'channel').map((f) => f.name)) : undefined;
+  const failing = channels.filter((c) => (notReady ? notReady.has(`${c.id}/${c.accountId}`) : channelHealth(c).failing));
   $('channels-badge').hidden = failing.length === 0;
   $('channels-badge').textContent = String(failing.length);
   $('runs-badge').hidden = status.queue.running === 0;
@@ -27,11 +41,12 @@ export function renderStatus(status) {
     `${fmt(status.sessions.active)} active / ${status.sessions.persisted === null ? '?' : fmt(status.sessions.persisted)} stored sessions`,
     `${status.queue.running} running, ${status.queue.queued} queued`,
     failing.length ? `${failing.length} channel${failing.length === 1 ? '' : 's'} not connected` : 'all channels connected',
-  ].join(' · ');
+    status.readiness ? (status.readiness.ready ? 'ready' : 'not ready') : '',
+  ].filter(Boolean).join(' · ');
   $('queue-line').textContent = `${status.queue.running} turn${status.queue.running === 1 ? '' : 's'} running · ${status.queue.queued} message${status.queue.queued === 1 ? '' : 's'} queued on session lanes`;
-  $('ready-line').textContent = failing.length
-    ? `Not ready: ${failing.map((c) => `${c.id}/${c.accountId}`).join(', ')} ${failing.length === 1 ? 'is' : 'are'} not connected (GET /readyz answers 503).`
-    : 'Ready: every enabled channel is connected.';
+  $('ready-line').textContent = readyLine(status.readiness, failing);
+  $('ready-line').dataset.ready = status.readiness ? String(status.readiness.ready) : '';
+  $('ready-line').classList.toggle('error', status.readiness ? !status.readiness.ready : failing.length > 0);
   $('channel-list').replaceChildren(...channels.map((c) => {
     const health = channelHealth(c);
     const s = c.supervision;
