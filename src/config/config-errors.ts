@@ -91,7 +91,7 @@ function describeUnionIssue(issue: z.core.$ZodIssueInvalidUnion, schema: unknown
   const fewest = Math.min(...issue.errors.map((e) => e.length));
   const closest = issue.errors.filter((e) => e.length === fewest);
   if (closest.length === 1) {
-    return closest[0]!.map((inner) => describeConfigIssue({ ...inner, path: [...issue.path, ...inner.path] } as z.core.$ZodIssue, schema, raw, sources)).join('\n  - ');
+    return closest[0]!.map((inner) => describeConfigIssue({ ...inner, path: [...issue.path, ...inner.path] }, schema, raw, sources)).join('\n  - ');
   }
   const key = issue.path.map(String).join('.') || '(root)';
   const source = sources.get(key);
