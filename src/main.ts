@@ -296,8 +296,12 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)), budgetOf: (entry) => runtime.agentFor(entry.agentId).tokenBudget }),
       mountOpenAIRoutes({ config, sink: inbound, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
       mountCliRoutes({ sink: inbound, clock }),
-      ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({ channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())) })),
-      ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({ channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())) })),
+      ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({
+        channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())), sessionExists: async (key) => (await sessions.get(key)) !== undefined,
+      })),
+      ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({
+        channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())), sessionExists: async (key) => (await sessions.get(key)) !== undefined,
+      })),
       mountPairingRoutes(pairingAdmin(pairing, config), logger),
       mountReadyRoute(ready),
       mountRunRoutes({ runs: () => allSessions(store, sessions), lanes: gateway.lanes, stop: (key) => runtime.stopByKey(key) }),

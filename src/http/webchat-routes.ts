@@ -26,6 +26,8 @@ export interface WebchatRouteDeps {
   channel: WebchatEndpoint;
   /** The session key of `user`'s web chat (told to a page when it subscribes, so it can show the history). */
   sessionKeyFor?: (user: string) => string | undefined;
+  /** Whether a session has an entry yet (a page loads the history of one that has). */
+  sessionExists?: (key: string) => Promise<boolean>;
   /** Comment lines that keep an idle event stream open through proxies (default every 15 s). */
   heartbeatMs?: number;
 }
@@ -59,7 +61,7 @@ function rateLimited(retryAfterSeconds: number): Response {
  * - `POST /webchat/messages` `{ user, text }` answers `{ sessionKey, sessionId, reply, correlationId }`, or, with
  *   `Accept: text/event-stream`, `delta` `{ text }` events then `done` (same fields). A refusal (400, 413, 429
  *   with `Retry-After`, 503) is a JSON error before any stream opens.
- * - `GET /webchat/events?user=NAME`: `ready` `{ user, sessionKey }`, then a `reply` `{ text, kind, at }` for
+ * - `GET /webchat/events?user=NAME`: `ready` `{ user, sessionKey, exists }`, then a `reply` `{ text, kind, at }` for
  *   every reply sent to that user outside a request (a sub-agent's result, a goal's background batches).
  */
 export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => void {
@@ -101,17 +103,18 @@ export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => vo
       });
     });
 
-    app.get('/webchat/events', (c) => {
+    app.get('/webchat/events', async (c) => {
       if (channel.status !== 'running') throw new WebchatStoppedError();
       const user = checkedUser(c.req.query('user'));
       let sessionKey: string | undefined;
       try {
         sessionKey = deps.sessionKeyFor?.(user);
       } catch { /* a page without the key still gets the replies */ }
+      const exists = sessionKey !== undefined && deps.sessionExists ? await deps.sessionExists(sessionKey).catch(() => false) : false;
       c.header('x-accel-buffering', 'no');
       c.header('cache-control', 'no-store');
       return streamSSE(c, async (stream) => {
-        await stream.writeSSE({ event: 'ready', data: JSON.stringify({ user, sessionKey }) });
+        await stream.writeSSE({ event: 'ready', data: JSON.stringify({ user, sessionKey, exists }) });
         let heartbeat: NodeJS.Timeout | undefined;
         let unsubscribe = () => undefined as void;
         await new Promise<void>((resolve) => {

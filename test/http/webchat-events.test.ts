@@ -56,7 +56,7 @@ describe('web chat event stream', () => {
     fake.fallback = (r) => (toolRounds(r) < 3 ? search(toolRounds(r)) : say('goal reached: **3** searches'));
     await start({ agents: { defaults: { maxIterationsPerBatch: 2 } }, backgroundExecution: { enabled: true } });
     const events = await subscribe('alice');
-    expect(await events.next()).toEqual({ event: 'ready', data: { user: 'alice', sessionKey: 'agent:main:direct:alice' } });
+    expect(await events.next()).toEqual({ event: 'ready', data: { user: 'alice', sessionKey: 'agent:main:direct:alice', exists: false } });
     expect(await http.say('alice', '/goal search 3 times')).toMatch(/^Goal set: search 3 times/);
     expect(await http.say('alice', 'go')).toMatch(/^This needs more than 2 steps\. I'm continuing in the background/);
     const reply = await events.next();
@@ -81,6 +81,8 @@ describe('web chat event stream', () => {
     expect(await http.say('alice', 'please delegate')).toBe('Started a helper.');
     const reply = await events.next();
     expect(reply).toMatchObject({ event: 'reply', data: { text: 'Your helper says: three steps.', kind: 'reply' } });
+    // A page opened now is told the session exists (it loads its history).
+    expect((await (await subscribe('alice')).next()).data).toEqual({ user: 'alice', sessionKey: 'agent:main:direct:alice', exists: true });
     // Another user's page gets nothing; stopping the gateway ends both streams.
     await gw!.stop();
     gw = undefined;
@@ -93,7 +95,7 @@ describe('web chat event stream', () => {
     const refused = await fetch(`${gw!.url}/webchat/events?user=alice`);
     expect(refused.status).toBe(401);
     const events = await subscribe('alice', { authorization: 'Bearer events-token-1' });
-    expect(await events.next()).toEqual({ event: 'ready', data: { user: 'alice', sessionKey: 'agent:main:direct:alice' } });
+    expect(await events.next()).toEqual({ event: 'ready', data: { user: 'alice', sessionKey: 'agent:main:direct:alice', exists: false } });
     const badName = await fetch(`${gw!.url}/webchat/events?user=${encodeURIComponent('a b')}`, { headers: { authorization: 'Bearer events-token-1' } });
     expect(badName.status).toBe(400);
     expect(await badName.json()).toEqual({ error: { message: 'Field "user" must be 1-128 letters, digits or . _ @ + -.', type: 'invalid_request_error', code: 'invalid_user' } });
