@@ -4,7 +4,6 @@ import type { ServerType } from '@hono/node-server';
 import { closeGracefully, listen } from './http/serve.ts';
 import { createChannelAdapters } from '../channels/index.ts';
 import { isWebchatChannel, webchatMessage } from '../channels/webchat/index.ts';
-import { isWebchatChannel, webchatMessage } from '../channels/webchat/index.ts';
 import { Accounting } from './accounting/accounting.ts';
 import { buildStatusReport, type StatusReport } from './accounting/status-report.ts';
 import { registerGatewayCommands } from './agent/builtin-commands.ts';
@@ -25,7 +24,6 @@ import { Gateway } from './gateway/gateway.ts';
 import { Inbox } from './gateway/inbox.ts';
 import { mountAdminRoutes } from './http/admin-routes.ts';
 import { mountCliRoutes } from './http/cli-routes.ts';
-import { mountWebchatRoutes } from './http/webchat-routes.ts';
 import { mountWebchatRoutes } from './http/webchat-routes.ts';
 import { mountPairingRoutes } from './http/pairing-routes.ts';
 import { mountRunRoutes } from './http/run-routes.ts';
@@ -296,9 +294,6 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)), budgetOf: (entry) => runtime.agentFor(entry.agentId).tokenBudget }),
       mountOpenAIRoutes({ config, sink: inbound, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
       mountCliRoutes({ sink: inbound, clock }),
-      ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({
-        channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())), sessionExists: async (key) => (await sessions.get(key)) !== undefined,
-      })),
       ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({
         channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())), sessionExists: async (key) => (await sessions.get(key)) !== undefined,
       })),
