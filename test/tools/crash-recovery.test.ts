@@ -6,10 +6,13 @@ import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type Record
 import { tempDir } from '../helpers/gateway.ts';
 import { startProcess as startGatewayProcess } from '../helpers/process.ts';
 import { until } from '../helpers/wait.ts';
+import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
+import { sentTo } from '../channels/telegram/harness.ts';
+import { dm } from '../channels/telegram/updates.ts';
 
 
 
-const startProcess = (dir: string) => startGatewayProcess(dir, { SWITCHBOARD_LOG_LEVEL: 'info' });
+const startProcess = (dir: string, env: NodeJS.ProcessEnv = {}) => startGatewayProcess(dir, { SWITCHBOARD_LOG_LEVEL: 'info', ...env });
 
 const rounds = (r: RecordedRequest) => r.body.messages.filter((m) => m.role === 'assistant' && m.tool_calls?.length).length;
 const firstUser = (r: RecordedRequest) => userText(r.body.messages.find((m) => m.role === 'user')?.content);
@@ -20,6 +23,7 @@ const call = (id: string, name: string, args: Record<string, unknown>): FakeRepl
 describe('background runs across SIGKILL', () => {
   let tmp: ReturnType<typeof tempDir>;
   let fake: FakeOpenAI;
+  let telegram: FakeTelegram | undefined;
   const procs: ReturnType<typeof startProcess>[] = [];
   beforeEach(async () => {
     tmp = tempDir();
@@ -27,9 +31,77 @@ describe('background runs across SIGKILL', () => {
   });
   afterEach(async () => {
     for (const p of procs.splice(0)) { p.child.kill('SIGKILL'); await p.exited; }
+    await telegram?.close();
+    telegram = undefined;
     await fake.close();
     tmp.remove();
   });
+  const configure = (extra: Record<string, unknown>) => writeFileSync(path.join(tmp.dir, 'switchboard.json'), JSON.stringify({
+    providers: { default: { baseUrl: fake.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0 } },
+    session: { dmScope: 'per-peer', reset: { mode: 'off' } }, ...extra,
+  }));
+  /** The first LLM call asks for a tool; the next is held open until the process dies. */
+  const holdAfterOneTool = () => {
+    fake.fallback = (r): FakeReply | Promise<FakeReply> => (rounds(r) === 0 ? call('c-1', 'memory_search', { query: 'anything' }) : new Promise<FakeReply>(() => undefined));
+  };
+  const historyOf = async (url: string, key: string) => ((await (await fetch(`${url}/admin/sessions/${encodeURIComponent(key)}/history`)).json()) as { entries: TranscriptMessage[] }).entries;
+  const entryOf = async (url: string, key: string) => (await (await fetch(`${url}/admin/sessions/${encodeURIComponent(key)}`)).json()) as { runState: string; goal?: string };
+
+  it('a turn killed mid-run with no goal and background off is not left running: after the restart it is failed and /admin/runs is empty', async () => {
+    configure({});
+    holdAfterOneTool();
+    const first = startProcess(tmp.dir);
+    procs.push(first);
+    let url = await first.url;
+    const key = 'agent:main:direct:alice';
+    void fetch(`${url}/webchat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'alice', text: 'work' }) }).catch(() => undefined);
+    await until(async () => (await historyOf(url, key)).some((e) => e.role === 'tool') && fake.requests.length === 2, 'the tool result and the held second call');
+    expect((await entryOf(url, key)).runState).toBe('running');
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    const second = startProcess(tmp.dir);
+    procs.push(second);
+    url = await second.url;
+    await until(async () => (await entryOf(url, key)).runState === 'failed', 'the stale run to be settled');
+    expect(await (await fetch(`${url}/admin/runs`)).json()).toEqual({ runs: [] });
+    // The session answers again as usual.
+    fake.fallback = () => ({ content: 'back again' });
+    const reply = await (await fetch(`${url}/webchat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'alice', text: 'hello?' }) })).json() as { reply: string };
+    expect(reply.reply).toBe('back again');
+    expect((await entryOf(url, key)).runState).toBe('idle');
+  }, 60_000);
+
+  it('a Telegram goal run killed in its first batch answers once after the restart (the resume and the replayed message do not both run it)', async () => {
+    telegram = await startFakeTelegram();
+    const env = { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot };
+    configure({ channels: { telegram: { dmPolicy: 'open' } }, backgroundExecution: { enabled: true } });
+    const first = startProcess(tmp.dir, env);
+    procs.push(first);
+    let url = await first.url;
+    telegram.pushUpdate(dm('/goal count the items'));
+    await telegram.waitFor('sendMessage', (c) => String(c.body.text).startsWith('Goal set'), 20_000);
+    holdAfterOneTool();
+    telegram.pushUpdate(dm('work'));
+    const key = 'agent:main:direct:42';
+    await until(async () => (await historyOf(url, key)).some((e) => e.role === 'tool') && fake.requests.length === 2, 'the tool result and the held second call');
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    fake.fallback = (r) => (userText([...r.body.messages].reverse().find((m) => m.role === 'user')?.content).endsWith('ping') ? { content: 'pong' } : { content: 'there are 3 items' });
+    const second = startProcess(tmp.dir, env);
+    procs.push(second);
+    url = await second.url;
+    await telegram.waitFor('sendMessage', (c) => c.body.text === 'there are 3 items', 20_000);
+    // The replayed message (queued on connect) and the resume have both had their turn once "ping" is answered.
+    telegram.pushUpdate(dm('ping'));
+    await telegram.waitFor('sendMessage', (c) => c.body.text === 'pong', 20_000);
+    await until(async () => (await entryOf(url, key)).runState === 'idle' || (await entryOf(url, key)).runState === 'completed', 'the session to settle');
+    expect(sentTo(telegram, 42).filter((c) => c.body.text === 'there are 3 items')).toHaveLength(1);
+    const messages = (await historyOf(url, key)).filter((e) => e.type === 'message');
+    expect(messages.filter((e) => e.role === 'user' && e.content.endsWith('work'))).toHaveLength(1);
+    expect(messages.filter((e) => e.role === 'assistant' && e.content === 'there are 3 items')).toHaveLength(1);
+  }, 60_000);
 
   it('a run killed with a tool call in flight resumes at the next start and completes; nothing recorded runs or appears twice', async () => {
     writeFileSync(path.join(tmp.dir, 'switchboard.json'), JSON.stringify({
