@@ -11,6 +11,7 @@ import type { DeliveryTarget, InboundMessage, OutboundMessage } from '../../src/
 import type { ChannelFactoryContext } from '../types.ts';
 import { deliverMessage, sendTyping, telegramCommands } from './deliver.ts';
 import { ElectedPoller } from './elected-poller.ts';
+import { updateBatchGuard } from './update-batch-guard.ts';
 import { normalizeUpdate } from './normalize.ts';
 import { apiRootOf, telegramStartError, tokenSetting } from './start-error.ts';
 import { telegramWebhookRoute, webhookFailure, webhookPath } from './webhook-route.ts';
@@ -91,7 +92,7 @@ class TelegramChannel implements ChannelAdapter {
       this.checkSettings();
       const bot = new Bot(account.botToken, { client: account.apiRoot ? { apiRoot: account.apiRoot } : {} });
       // 429 → wait `retry_after`, 5xx → back off; bounded so that a reply is never retried forever.
-      bot.api.config.use(autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }));
+      bot.api.config.use(autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }), this.batchGuard());
       // One getMe (grammy's init would retry a refused connection forever): a wrong token or API root is
       // reported at once, in one line.
       const me = await bot.api.getMe(AbortSignal.timeout(this.options.startTimeoutMs ?? 30_000) as Parameters<Bot['init']>[0]);
@@ -216,7 +217,7 @@ class TelegramChannel implements ChannelAdapter {
       allowedUpdates: ALLOWED_UPDATES,
       createBot: () => {
         const bot = new Bot(account.botToken, { client: account.apiRoot ? { apiRoot: account.apiRoot } : {} });
-        bot.api.config.use(autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }));
+        bot.api.config.use(autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }), this.batchGuard());
         bot.botInfo = me;
         return bot;
       },
@@ -225,6 +226,11 @@ class TelegramChannel implements ChannelAdapter {
       onChange: (polling) => this.logger.info({ bot: `@${me.username}` }, polling ? 'Telegram poller lease won: polling' : 'Telegram poller: standing by'),
     });
     await this.poller.start();
+  }
+
+  /** Screens each getUpdates result: malformed entries dropped (logged), the offset moved past them. */
+  private batchGuard() {
+    return updateBatchGuard((dropped) => this.logger.warn({ dropped: dropped.count, reasons: dropped.reasons }, 'Telegram getUpdates: dropped malformed updates; polling goes on'));
   }
 
   /** The webhook answer, or a {@link WebhookTimeoutError} when the update was not taken in time. */

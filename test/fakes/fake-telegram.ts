@@ -32,6 +32,11 @@ export interface FakeTelegram {
   readonly conflicts: number;
   /** Queues an update for getUpdates; assigns the next `update_id` unless the update has one. */
   pushUpdate(update: Record<string, unknown>): number;
+  /**
+   * The next getUpdates is answered `{ ok: true, result }` with this result as it is (anything: a list of
+   * malformed entries, null, a string), once; updates queued meanwhile wait for the call after.
+   */
+  pushRawResult(result: unknown): void;
   /** Delivers an update again even though its id was confirmed (a redelivery after a crash). */
   redeliver(update: Record<string, unknown> & { update_id: number }): void;
   /** The next call of `method` (optionally only those matching) fails with this answer. */
@@ -88,7 +93,8 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
   const maxPollMs = options.maxPollMs ?? 1000;
   const bot = { id: 9001, is_bot: true as const, first_name: 'Switchboard Test', username: 'switchboard_test_bot' };
   const queue: { update: Record<string, unknown> & { update_id: number }; forced: boolean }[] = [];
-  const waiters: { offset: number; limit: number; reply: (updates: unknown[]) => void; conflict: () => void }[] = [];
+  const waiters: { offset: number; limit: number; reply: (updates: unknown) => void; conflict: () => void }[] = [];
+  const rawResults: unknown[] = [];
   let conflicts = 0;
   const failures: { method: string; failure: TelegramFailure; match?: (body: Record<string, unknown>) => boolean }[] = [];
   const listeners = new Set<() => void>();
@@ -102,6 +108,7 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
     return out.map((q) => q.update);
   };
   const flush = () => {
+    while (rawResults.length && waiters.length) waiters.shift()!.reply(rawResults.shift());
     for (const w of [...waiters]) {
       const updates = available(w.offset, w.limit);
       if (updates.length) {
@@ -163,11 +170,12 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
         }
       }
       if (offset) for (let i = queue.length - 1; i >= 0; i--) if (!queue[i]!.forced && queue[i]!.update.update_id < offset) queue.splice(i, 1);
+      if (rawResults.length) return send(200, { ok: true, result: rawResults.shift() });
       const updates = available(offset, limit);
       if (updates.length || !body.timeout) return send(200, { ok: true, result: updates });
       const waiter = {
         offset, limit,
-        reply: (result: unknown[]) => { clearTimeout(timer); send(200, { ok: true, result }); },
+        reply: (result: unknown) => { clearTimeout(timer); send(200, { ok: true, result }); },
         conflict: () => {
           clearTimeout(timer);
           send(409, { ok: false, error_code: 409, description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running' });
@@ -220,6 +228,10 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
       queue.push({ update: { ...update, update_id }, forced: false });
       flush();
       return update_id;
+    },
+    pushRawResult(result) {
+      rawResults.push(result);
+      flush();
     },
     redeliver(update) {
       queue.push({ update, forced: true });

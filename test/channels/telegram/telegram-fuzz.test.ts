@@ -6,6 +6,7 @@ import { normalizeUpdate } from '../../../channels/telegram/normalize.ts';
 import { createLogger } from '../../../src/core/logger.ts';
 import { processGuardStats } from '../../../src/core/process-guard.ts';
 import type { RunningGateway } from '../../../src/main.ts';
+import { startFakeDiscord, type FakeDiscord } from '../../fakes/fake-discord.ts';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram.ts';
 import { tempDir } from '../../helpers/gateway.ts';
 import { junk, mutated } from '../../helpers/mutations.ts';
@@ -31,6 +32,22 @@ const update = fc.oneof(
   { weight: 9, arbitrary: fc.constantFrom(...TEMPLATES).chain((t) => mutated(t)) },
   { weight: 1, arbitrary: fc.dictionary(fc.constantFrom('message', 'edited_message', 'channel_post', 'my_chat_member', 'x'), junk, { maxKeys: 2 }) },
 );
+/** An update id as a broken Bot API (or a proxy in front of it) might send it; valid ones stay below the probes'. */
+const updateId = fc.oneof(
+  { weight: 6, arbitrary: fc.integer({ min: 0, max: 999_999 }) },
+  { weight: 4, arbitrary: fc.constantFrom(null, undefined, '', '7', 'x', 1.5, -1, 1e300, true, {}, [], [3]) },
+);
+/** One entry of a getUpdates result: an update (maybe broken) with an id (maybe broken), or not an update at all. */
+const entry = fc.oneof(
+  { weight: 8, arbitrary: fc.tuple(update, updateId).map(([u, id]) => (u && typeof u === 'object' && !Array.isArray(u) ? { ...u, update_id: id } : u)) },
+  { weight: 2, arbitrary: junk },
+);
+/** A whole getUpdates result: a list of entries, or something else. */
+const batchResult = fc.oneof(
+  { weight: 7, arbitrary: fc.array(entry, { maxLength: 5 }) },
+  { weight: 3, arbitrary: junk },
+);
+
 /** A key segment or id must never be made of an absent value. */
 const BAD_ID = /undefined|null|NaN|\[object/;
 
@@ -118,5 +135,71 @@ describe('telegram intake under malformed updates', () => {
       expect(processGuardStats).toEqual(guardBefore);
       expect(lines.filter((l) => l.msg === 'Telegram update could not be handled; skipped')).toEqual([]);
     }, 120_000);
+  });
+
+  describe('through long polling (the default mode)', () => {
+    let telegram: FakeTelegram;
+    let discord: FakeDiscord;
+    let tmp: ReturnType<typeof tempDir>;
+    let gw: RunningGateway;
+    const lines: Record<string, unknown>[] = [];
+    const guardBefore = { ...processGuardStats };
+    let probes = 0;
+
+    beforeAll(async () => {
+      telegram = await startFakeTelegram();
+      discord = await startFakeDiscord({ bot: { id: '2000000000000000001', username: 'switchboard', bot: true } });
+      tmp = tempDir('switchboard-telegram-poll-fuzz-');
+      const logger = createLogger({ level: 'warn', destination: new Writable({ write(c, _e, done) { lines.push(JSON.parse(String(c)) as Record<string, unknown>); done(); } }) });
+      gw = await startTelegramGateway({
+        dir: tmp.dir, telegram, logger,
+        env: { DISCORD_BOT_TOKEN: discord.token, DISCORD_API_BASE: discord.api },
+        config: { channels: { telegram: { dmPolicy: 'allowlist', allowFrom: [String(ALICE.id)] }, discord: { dmPolicy: 'open' } } },
+      });
+    });
+    afterAll(async () => {
+      await gw?.stop();
+      await telegram?.close();
+      await discord?.close();
+      tmp?.remove();
+    });
+
+    /** A valid update after the poison is still answered (ids above any the fuzzer makes). */
+    async function probe(): Promise<void> {
+      const text = `probe ${++probes}`;
+      telegram.pushUpdate({ update_id: 1_000_000 + probes, ...dm(text) });
+      await telegram.waitFor('sendMessage', (c) => String(c.body.text).includes(`You said: "${text}"`), 10_000);
+    }
+
+    it('drops a result that is not a list, null entries and entries without an integer update_id, and moves the offset past them', async () => {
+      const before = telegram.callsOf('getUpdates').length;
+      for (const result of [null, 'x', {}, 7, [null], [{ message: dm('no id').message }], [{ update_id: 'x', ...dm('string id') }], [{ update_id: 1.5 }], [[1]]]) telegram.pushRawResult(result);
+      await probe();
+      const dropped = lines.filter((l) => l.msg === 'Telegram getUpdates: dropped malformed updates; polling goes on');
+      expect(dropped).toHaveLength(9);
+      // No NaN offset: every later getUpdates asks for an integer offset.
+      const offsets = telegram.callsOf('getUpdates').slice(before).map((c) => c.body.offset);
+      expect(offsets.every((o) => o === undefined || Number.isSafeInteger(o))).toBe(true);
+      expect(gw.adapters.find((a) => a.id === 'telegram')!.status).toBe('running');
+    });
+
+    it('takes thousands of generated getUpdates results without stopping, still answers, as do the web chat and Discord', async () => {
+      let n = 0;
+      await fc.assert(fc.asyncProperty(fc.array(batchResult, { minLength: 50, maxLength: 50 }), async (batch) => {
+        for (const result of batch) {
+          telegram.pushRawResult(result);
+          n++;
+        }
+        await probe();
+      }), { numRuns: 40, seed: 16_007, endOnFailure: true });
+      expect(n).toBe(2000);
+      expect(gw.adapters.find((a) => a.id === 'telegram')!.status).toBe('running');
+      expect(lines.filter((l) => /Telegram polling stopped/.test(String(l.msg)))).toEqual([]);
+      expect(processGuardStats).toEqual(guardBefore);
+      const web = await fetch(`${gw.url}/webchat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'web', text: 'still there?' }) });
+      expect(web.status).toBe(200);
+      discord.message({ channel_id: '3000000000000000042', content: 'discord still there?' });
+      await discord.waitForCall((c) => c.method === 'POST' && c.status === 200 && c.path === '/api/v10/channels/3000000000000000042/messages' && String(c.body?.content).includes('discord still there?'), 10_000);
+    }, 180_000);
   });
 });
