@@ -32,7 +32,8 @@ export interface DashboardWorld {
   close(): Promise<void>;
 }
 
-export async function startWorld(): Promise<DashboardWorld> {
+/** Starts the world; `extra` replaces top-level config sections (e.g. `agents`, `mcp`, `session`). */
+export async function startWorld(extra: Record<string, unknown> = {}): Promise<DashboardWorld> {
   const [llm, telegram] = await Promise.all([startGatedLlm(), startFakeTelegram()]);
   const tmp = tempDir('switchboard-dashboard-');
   const env = { OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'sk-test', OPENAI_MODEL: 'gpt-test', TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot };
@@ -41,6 +42,7 @@ export async function startWorld(): Promise<DashboardWorld> {
     session: { dmScope: 'per-channel-peer' },
     providers: { default: { maxRetries: 0 } },
     channels: { telegram: { dmPolicy: 'pairing', accounts: { broken: { botToken: '999:refused-token' } } } },
+    ...extra,
   });
   const [gw, browser] = await Promise.all([
     startTestGateway({ dir: tmp.dir, env, config: config() }),

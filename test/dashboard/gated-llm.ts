@@ -5,7 +5,9 @@ import { userText } from '../fakes/fake-openai.ts';
 /**
  * A small OpenAI-compatible server for the dashboard tests. Its answers stream word by word; an answer to a
  * message containing `[slow]` stops half-way (or, not streamed, before it starts) until {@link GatedLlm.release},
- * so a test can look at the page while the turn is still running. Usage grows with each call, so token cards change every turn.
+ * so a test can look at the page while the turn is still running. A message containing `[tool]` is first answered
+ * with a `memory_write` tool call (then, after the tool result, as usual). Usage grows with each call, so token cards
+ * change every turn.
  */
 export interface GatedLlm {
   baseURL: string;
@@ -40,7 +42,7 @@ export async function startGatedLlm(): Promise<GatedLlm> {
       res.end(JSON.stringify({ object: 'list', data: [{ id: 'gpt-test', object: 'model', owned_by: 'fake' }] }));
       return;
     }
-    const body = JSON.parse(raw) as { model: string; stream?: boolean; stream_options?: { include_usage?: boolean }; messages: { role: string; content: string | null }[] };
+    const body = JSON.parse(raw) as { model: string; stream?: boolean; stream_options?: { include_usage?: boolean }; messages: { role: string; content: string | null }[]; tools?: unknown[] };
     const n = ++llm.calls;
     const text = userText(body.messages.filter((m) => m.role === 'user').at(-1)?.content);
     const content = llm.reply(text);
@@ -53,6 +55,21 @@ export async function startGatedLlm(): Promise<GatedLlm> {
       releasePromise = new Promise<void>((resolve) => { releaseResolve = resolve; });
     };
     const slow = text.includes('[slow]');
+    if (text.includes('[tool]') && body.messages.at(-1)?.role === 'user' && body.tools?.length) {
+      const call = { id: `call-${n}`, type: 'function', function: { name: 'memory_write', arguments: JSON.stringify({ note: 'The owner likes short answers.' }) } };
+      if (!body.stream) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [call] }, finish_reason: 'tool_calls' }], usage }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      const frame = (choices: unknown[], extra: Record<string, unknown> = {}) => res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
+      frame([{ index: 0, delta: { role: 'assistant', content: null, tool_calls: [{ index: 0, ...call }] }, finish_reason: null }]);
+      frame([{ index: 0, delta: {}, finish_reason: 'tool_calls' }]);
+      if (body.stream_options?.include_usage) frame([], { usage });
+      res.end('data: [DONE]\n\n');
+      return;
+    }
     if (!body.stream) {
       if (slow) await hold();
       res.writeHead(200, { 'content-type': 'application/json' });

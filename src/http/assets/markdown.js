@@ -11,6 +11,18 @@ md.renderer.rules.link_open = (tokens, i, options, env, self) => {
   return linkOpen(tokens, i, options, env, self);
 };
 
+// Aligned table columns: markdown-it writes style="text-align:…", which the page's CSP (style-src 'self')
+// refuses; a class does the same through dashboard.css.
+md.core.ruler.push('align_class', (state) => {
+  for (const token of state.tokens) {
+    if (token.type !== 'th_open' && token.type !== 'td_open') continue;
+    const align = /^text-align:\s*(left|center|right)$/.exec(token.attrGet('style') ?? '')?.[1];
+    if (!token.attrs) continue;
+    token.attrs = token.attrs.filter(([name]) => name !== 'style');
+    if (align) token.attrJoin('class', `align-${align}`);
+  }
+});
+
 /** Renders `text` as markdown into `el` (class `md`). */
 export function renderMarkdown(el, text) {
   el.classList.add('md');

@@ -61,7 +61,7 @@ export function renderStatus(status) {
   }));
   $('mcp-list').replaceChildren(...(status.mcp.length ? status.mcp.map((m) => {
     const tone = m.state === 'ready' ? 'ok' : m.state === 'failed' ? 'bad' : 'warn';
-    return h('li', { class: tone === 'bad' ? 'failed' : '' },
+    return h('li', { class: tone === 'bad' ? 'failed' : '', 'data-mcp': m.name, 'data-state': m.state },
       h('h3', {}, h('span', { text: m.name }), h('span', { class: `state ${tone}`, text: m.state })),
       h('p', { class: 'muted', text: `${m.transport} · ${fmt(m.tools)} tool${m.tools === 1 ? '' : 's'}` }),
       m.error ? h('p', { class: 'error', text: m.error }) : '');
