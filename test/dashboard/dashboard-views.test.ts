@@ -176,4 +176,21 @@ describe.skipIf(!hasChromium)('the dashboard views in Chromium', { timeout: 60_0
     await stranger.page.setViewportSize(NARROW);
     expect(await stranger.page.evaluate(() => document.documentElement.scrollWidth)).toBe(380);
   });
+
+  it('signing out in one tab sends the other open tabs of that browser to the sign-in page at once', async () => {
+    const own = await world.signIn();
+    const first = await openPage(world, `${world.gw.url}/#/sessions`, WIDE, own);
+    open.push(first);
+    await first.page.locator('#live.on').waitFor();
+    const second = await first.context.newPage();
+    const secondErrors: string[] = [];
+    second.on('console', (m) => { if (m.type() === 'error') secondErrors.push(m.text()); });
+    await second.goto(`${world.gw.url}/#/channels`);
+    await second.locator('#live.on').waitFor();
+    await second.getByRole('button', { name: 'Sign out' }).press('Enter');
+    await second.getByLabel('Gateway token').waitFor();
+    // The first tab did nothing: its event stream was ended by the sign-out and it went to the sign-in page.
+    await first.page.getByLabel('Gateway token').waitFor({ timeout: 5000 });
+    expect(secondErrors).toEqual([]);
+  });
 });
