@@ -87,7 +87,8 @@ export class ToolRegistry {
     if (!registered) {
       return { outcome: 'unknown_tool', content: `Error: there is no tool named "${clip(call.name, 80)}". Available tools: ${enabled.map((s) => s.name).join(', ') || 'none'}.` };
     }
-    if (!enabled.includes(registered.schema)) {
+    // By name: an MCP refresh or reconnect between the response and the call registers new schema objects.
+    if (!enabled.some((s) => s.name === call.name)) {
       return { outcome: 'not_enabled', content: `Error: the tool "${call.name}" is not enabled in this session (see /tools).` };
     }
     const parsed = parseArguments(registered.tool, call.arguments);
@@ -100,6 +101,7 @@ export class ToolRegistry {
       return { outcome: 'ok', ...this.cut(format(answer)) };
     } catch (error) {
       if (context.signal.aborted) throw error;
+      if (error instanceof ToolErrorResult) return { outcome: 'error', ...this.cut(error.message) };
       if (timeout.signal.aborted) {
         return { outcome: 'timeout', content: `Error: the tool "${call.name}" did not finish within ${limitMs / 1000} s and was cancelled.` };
       }
@@ -119,6 +121,14 @@ export class ToolRegistry {
     const cutChars = content.length - end;
     return { content: `${content.slice(0, end)}\n[… result cut: ${cutChars} more characters not shown]`, cutChars };
   }
+}
+
+/**
+ * A tool's answer that reports a failure in its own words (an MCP result marked `isError`): the model reads
+ * the message as it is, and the call counts as outcome `error`.
+ */
+export class ToolErrorResult extends Error {
+  readonly code = 'TOOL_ERROR_RESULT';
 }
 
 /** A tool's JSON schema for the request, from its zod schema (input side: defaults are optional). */

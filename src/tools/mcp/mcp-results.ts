@@ -6,6 +6,8 @@ interface ContentBlock {
   mimeType?: string;
   uri?: string;
   name?: string;
+  /** A resource link's size in bytes, when the server knows it. */
+  size?: number;
   resource?: { uri?: string; mimeType?: string; text?: string; blob?: string };
 }
 
@@ -42,7 +44,7 @@ export function describeMcpResult(result: McpCallResult): string {
         break;
       }
       case 'resource_link':
-        parts.push(`[resource link: ${block.uri ?? 'no uri'}${block.name ? ` (${block.name})` : ''}${block.mimeType ? `, ${block.mimeType}` : ''}]`);
+        parts.push(`[resource link: ${block.uri ?? 'no uri'}${block.name ? ` (${block.name})` : ''}${block.mimeType ? `, ${block.mimeType}` : ''}${typeof block.size === 'number' && Number.isFinite(block.size) && block.size >= 0 ? `, ${n(block.size)} bytes` : ''}]`);
         break;
       default:
         parts.push(`[${String(block.type).slice(0, 40)} content, not shown]`);

@@ -1,12 +1,13 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { z } from 'zod';
 import type { McpServerConfig } from '../../config/schema.ts';
 import type { Logger } from '../../core/logger.ts';
-import type { ToolRegistry } from '../registry.ts';
+import { ToolErrorResult, type ToolRegistry } from '../registry.ts';
 import type { Tool } from '../tool.ts';
 import { describeMcpResult, type McpCallResult } from './mcp-results.ts';
 
@@ -37,6 +38,12 @@ export interface McpConnectionOptions {
   maxReconnectMs?: number;
   /** Called whenever the state or the tool list changes. */
   onChange?: () => void;
+  /** How often a ready server is pinged, so a dead or restarted HTTP server is noticed without a call (default 30 s). */
+  pingIntervalMs?: number;
+  /** How long a server must stay ready before its backoff starts over (default 30 s): a crash loop keeps backing off. */
+  stableAfterMs?: number;
+  /** The clock of {@link stableAfterMs} (default `Date.now`). */
+  now?: () => number;
 }
 
 /** Tool schemas over this size (JSON characters) are left out: one server cannot take over every request. */
@@ -60,6 +67,12 @@ export class McpServerConnection {
   private timer?: NodeJS.Timeout;
   private stopped = false;
   private generation = 0;
+  private pinger?: NodeJS.Timeout;
+  private checking = false;
+  private readySince?: number;
+  /** Set from the first failure until the server has stayed ready for `stableAfterMs`: one warning per outage. */
+  private outage = false;
+  private readyLogged = false;
 
   constructor(options: McpConnectionOptions) {
     this.options = options;
@@ -84,6 +97,7 @@ export class McpServerConnection {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearInterval(this.pinger);
     this.setState('stopped');
     this.options.registry.unregisterGroup(this.group);
     const client = this.client;
@@ -96,23 +110,31 @@ export class McpServerConnection {
     const generation = ++this.generation;
     this.setState('connecting');
     const client = new Client({ name: 'switchboard', version: '0.1.0' }, {
-      listChanged: { tools: { onChanged: (error, tools) => { if (!error && tools && generation === this.generation) this.register(tools); } } },
+      // The SDK's own refresh reads only the first page: page through as the first list does.
+      listChanged: { tools: { autoRefresh: false, onChanged: () => void this.refresh(generation) } },
     });
     const transport = this.transport();
-    const timeout = AbortSignal.timeout(this.options.connectTimeoutMs);
+    const timeout = this.deadline();
     try {
-      await client.connect(transport, { signal: timeout, timeout: this.options.connectTimeoutMs });
-      const tools = await this.listTools(client, timeout);
+      await client.connect(transport, { signal: timeout.signal, timeout: this.options.connectTimeoutMs });
+      const tools = await this.listTools(client, timeout.signal);
+      timeout.clear();
       if (this.stopped || generation !== this.generation) { await client.close().catch(() => undefined); return; }
       this.client = client;
       client.onclose = () => this.lost(generation, 'the connection closed');
-      this.attempt = 0;
+      // The Streamable HTTP client reports a broken stream or a failed request here, never through onclose.
+      client.onerror = (error) => { if (isTransportError(error)) this.lost(generation, describe(error)); else void this.check(generation); };
+      this.readySince = this.now();
       this.register(tools);
       this.setState('ready');
-      this.options.logger.info({ mcpServer: this.options.name, tools: this.toolCount }, 'MCP server ready');
+      this.startPinging(generation);
+      // A server that crashes right after every initialize is logged ready once per outage, not once per cycle.
+      if (!this.readyLogged) this.options.logger.info({ mcpServer: this.options.name, tools: this.toolCount }, 'MCP server ready');
+      this.readyLogged = true;
     } catch (error) {
+      timeout.clear();
       await client.close().catch(() => undefined);
-      const reason = timeout.aborted ? `timed out after ${this.options.connectTimeoutMs / 1000} s` : (error as Error).message;
+      const reason = timeout.signal.aborted ? `timed out after ${this.options.connectTimeoutMs / 1000} s` : (error as Error).message;
       this.fail(generation, reason);
     }
   }
@@ -140,16 +162,80 @@ export class McpServerConnection {
     return tools;
   }
 
+  /** `tools/list_changed`: the whole list again, every page. */
+  private async refresh(generation: number): Promise<void> {
+    const client = this.client;
+    if (!client || generation !== this.generation) return;
+    try {
+      const timeout = this.deadline();
+      const tools = await this.listTools(client, timeout.signal).finally(() => timeout.clear());
+      if (client === this.client && generation === this.generation && this.state === 'ready') this.register(tools);
+    } catch (error) {
+      if (isTransportError(error)) this.lost(generation, describe(error));
+      else this.options.logger.warn({ mcpServer: this.options.name, err: error }, `MCP server ${this.options.name}: the changed tool list could not be read; the previous list stays`);
+    }
+  }
+
   /** The connection dropped (server exited, network): logged once, tools removed, reconnect scheduled. */
   private lost(generation: number, reason: string): void {
     if (this.stopped || generation !== this.generation || this.state !== 'ready') return;
+    const client = this.client;
     this.client = undefined;
+    clearInterval(this.pinger);
+    if (client) {
+      client.onclose = undefined;
+      client.onerror = undefined;
+      // Later: the call whose failed request told us (onerror comes first) ends with that error, not "Connection closed".
+      setImmediate(() => void client.close().catch(() => undefined));
+    }
+    // Only a server that stayed up a while starts its backoff over.
+    if (this.readySince !== undefined && this.now() - this.readySince >= (this.options.stableAfterMs ?? 30_000)) {
+      this.attempt = 0;
+      this.outage = false;
+      this.readyLogged = false;
+    }
     this.fail(generation, reason);
+  }
+
+  /** Pings a ready server; a ping the transport cannot deliver, or that times out, means the server is gone. */
+  private async check(generation: number): Promise<void> {
+    const client = this.client;
+    if (!client || this.checking || generation !== this.generation || this.state !== 'ready') return;
+    this.checking = true;
+    try {
+      await client.ping({ timeout: this.options.connectTimeoutMs });
+    } catch (error) {
+      if (!(error instanceof McpError) || error.code === Number(ErrorCode.RequestTimeout) || error.code === Number(ErrorCode.ConnectionClosed)) this.lost(generation, describe(error));
+    } finally {
+      this.checking = false;
+    }
+  }
+
+  private startPinging(generation: number): void {
+    clearInterval(this.pinger);
+    this.pinger = setInterval(() => void this.check(generation), this.options.pingIntervalMs ?? 30_000);
+    this.pinger.unref();
+  }
+
+  /**
+   * A bound on connecting or listing, cleared once done: the SDK keeps its abort listener after a request is
+   * answered, so an `AbortSignal.timeout` would later send `notifications/cancelled` for finished requests.
+   */
+  private deadline(): { signal: AbortSignal; clear(): void } {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error('timeout')), this.options.connectTimeoutMs);
+    timer.unref();
+    return { signal: controller.signal, clear: () => clearTimeout(timer) };
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
   }
 
   private fail(generation: number, reason: string): void {
     if (this.stopped || generation !== this.generation) return;
-    const first = this.attempt === 0;
+    const first = !this.outage;
+    this.outage = true;
     this.error = reason;
     this.options.registry.unregisterGroup(this.group);
     this.toolCount = 0;
@@ -157,6 +243,7 @@ export class McpServerConnection {
     if (first) this.options.logger.warn({ mcpServer: this.options.name, reason }, `MCP server ${this.options.name} is unavailable (${reason}); its tools are left out and it is reconnected with backoff`);
     const base = this.options.reconnectBaseMs ?? 1000;
     const delay = Math.min(this.options.maxReconnectMs ?? 60_000, base * 2 ** this.attempt) * (0.8 + Math.random() * 0.4);
+    this.options.logger.debug({ mcpServer: this.options.name, attempt: this.attempt + 1, delayMs: Math.round(delay) }, 'MCP server reconnect scheduled');
     this.attempt++;
     this.timer = setTimeout(() => void this.connect(), delay);
     this.timer.unref();
@@ -192,8 +279,17 @@ export class McpServerConnection {
       run: async (args, context) => {
         const client = this.client;
         if (!client) throw new Error(`the MCP server "${this.options.name}" is not connected (${this.error ?? 'reconnecting'}); try again later`);
-        const result = await client.callTool({ name: info.name, arguments: args as Record<string, unknown> }, undefined, { signal: context.signal, timeout: this.options.callTimeoutMs });
-        return describeMcpResult(result as McpCallResult);
+        const generation = this.generation;
+        let result: McpCallResult;
+        try {
+          result = await client.callTool({ name: info.name, arguments: args as Record<string, unknown> }, undefined, { signal: context.signal, timeout: this.options.callTimeoutMs }) as McpCallResult;
+        } catch (error) {
+          if (!context.signal.aborted && isTransportError(error)) this.lost(generation, describe(error));
+          throw error;
+        }
+        const text = describeMcpResult(result);
+        if (result.isError) throw new ToolErrorResult(text);
+        return text;
       },
     };
   }
@@ -202,6 +298,25 @@ export class McpServerConnection {
     this.state = state;
     this.options.onChange?.();
   }
+}
+
+/**
+ * A failure of the connection rather than an answer of the server: an HTTP error status (a restarted server
+ * answers 404 to the old session), a refused or reset connection. An `McpError` is the server speaking.
+ */
+export function isTransportError(error: unknown): boolean {
+  if (error instanceof McpError) return error.code === Number(ErrorCode.ConnectionClosed);
+  if (error instanceof StreamableHTTPError) return true;
+  if (!(error instanceof Error)) return false;
+  const code = (error.cause as { code?: unknown } | undefined)?.code ?? (error as { code?: unknown }).code;
+  return (error instanceof TypeError && error.message === 'fetch failed')
+    || (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|UND_ERR_SOCKET|UND_ERR_CLOSED)$/.test(code));
+}
+
+function describe(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = error instanceof Error ? (error.cause as { code?: unknown } | undefined)?.code : undefined;
+  return typeof code === 'string' && !message.includes(code) ? `${message} (${code})` : message;
 }
 
 /** A tool as `tools/list` describes it. */

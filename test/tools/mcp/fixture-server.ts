@@ -1,7 +1,10 @@
 // A small MCP server for the tests, on the official SDK: run with `node --import tsx fixture-server.ts`.
 //   FIXTURE_MODE=silent  never answers initialize
+//   FIXTURE_MODE=crash   exits right after answering tools/list (a crash loop)
+//   FIXTURE_MODE=paged   answers tools/list three tools per page
+//   FIXTURE_GATE=<file>  exits at once while that file exists (a server that stays down)
 //   FIXTURE_LOG=<file>   appends what happened (calls, cancellations)
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, existsSync } from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
@@ -35,6 +38,8 @@ export function fixtureServer(): McpServer {
     setTimeout(() => process.exit(3), 5);
     return new Promise(() => undefined);
   });
+  server.registerTool('big', { description: 'Returns n characters.', inputSchema: { n: z.number() } }, async ({ n }) => ({ content: [{ type: 'text', text: 'x'.repeat(n) }] }));
+  server.registerTool('noop', { description: 'Does nothing (the bench measures the call itself).', inputSchema: {} }, async () => ({ content: [] }));
   server.registerTool('grow', { description: 'Adds a tool named late.', inputSchema: {} }, async () => {
     server.registerTool('late', { description: 'Arrived later.', inputSchema: { n: z.number() } }, async ({ n }) => ({ content: [{ type: 'text', text: `late ${n}` }] }));
     return { content: [{ type: 'text', text: 'grown' }] };
@@ -43,10 +48,30 @@ export function fixtureServer(): McpServer {
 }
 
 if (process.argv[1]?.endsWith('fixture-server.ts')) {
+  if (process.env.FIXTURE_GATE && existsSync(process.env.FIXTURE_GATE)) { log('gated'); process.exit(5); }
   log('started');
   if (process.env.FIXTURE_MODE === 'silent') {
     process.stdin.resume();
   } else {
-    await fixtureServer().connect(new StdioServerTransport());
+    const transport = new StdioServerTransport();
+    if (process.env.FIXTURE_MODE === 'crash') {
+      const send = transport.send.bind(transport);
+      transport.send = async (message) => {
+        await send(message);
+        if ('result' in message && 'tools' in message.result) setTimeout(() => process.exit(4), 20);
+      };
+    }
+    const server = fixtureServer();
+    if (process.env.FIXTURE_MODE === 'paged') {
+      // The SDK's server never pages: wrap its own tools/list handler (a private map) and hand out three per page.
+      const handlers = (server.server as unknown as { _requestHandlers: Map<string, (request: { params?: { cursor?: string } }, extra: unknown) => Promise<{ tools: unknown[] }>> })._requestHandlers;
+      const all = handlers.get('tools/list')!;
+      handlers.set('tools/list', async (request, extra) => {
+        const { tools } = await all(request, extra);
+        const from = Number(request.params?.cursor ?? 0);
+        return { tools: tools.slice(from, from + 3), ...(from + 3 < tools.length ? { nextCursor: String(from + 3) } : {}) };
+      });
+    }
+    await server.connect(transport);
   }
 }

@@ -26,6 +26,11 @@ describe('MCP results and schemas are hostile input', () => {
     }), { numRuns: 2000 });
   });
 
+  it('a resource link says its size when the server gives one', () => {
+    expect(describeMcpResult({ content: [{ type: 'resource_link', uri: 'file:///r.csv', name: 'r.csv', mimeType: 'text/csv', size: 123456 }] })).toBe('[resource link: file:///r.csv (r.csv), text/csv, 123,456 bytes]');
+    expect(describeMcpResult({ content: [{ type: 'resource_link', uri: 'file:///r.csv' }] })).toBe('[resource link: file:///r.csv]');
+  });
+
   it('2,000 generated input schemas: each becomes an object schema and a validator that never throws', () => {
     fc.assert(fc.property(fc.jsonValue({ maxDepth: 4 }), fc.jsonValue({ maxDepth: 3 }), (schema, args) => {
       const asObject = schema && typeof schema === 'object' && !Array.isArray(schema) ? schema as Record<string, unknown> : undefined;
