@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import type { ResolvedConfig } from '../config/resolved.ts';
-import type { ChannelAdapter, InboundSink, Submission } from '../core/channel-adapter.ts';
+import type { ChannelAdapter, InboundSink } from '../core/channel-adapter.ts';
 import { SwitchboardError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import { targetOf, type ChannelId, type InboundMessage } from '../core/message.ts';
-import { warmTokenCounts, type WarmOptions } from './tokens.ts';
+import type { ChannelId, InboundMessage } from '../core/message.ts';
+import type { WarmOptions } from './tokens.ts';
 
 /** An inbound message is longer than its channel allows (HTTP 413 for API and web chat callers). */
 export class InboundTooLargeError extends SwitchboardError {
@@ -52,32 +51,34 @@ export function inboundLimitOf(config: InboundGuardOptions['config'], message: P
   return gateway;
 }
 
+/** A message over its channel's size limit: what to say, and the numbers. */
+export interface Oversize {
+  length: number;
+  limit: number;
+  setting: string;
+  /** The one line a platform sender gets. */
+  text: string;
+}
+
+/** The refusal of a text over its channel's limit, or undefined when it fits (`internal` messages always fit). */
+export function oversizeOf(config: InboundGuardOptions['config'], message: InboundMessage): Oversize | undefined {
+  if (message.channel === 'internal') return undefined;
+  const { limit, setting } = inboundLimitOf(config, message);
+  const length = message.text.length;
+  return length > limit ? { length, limit, setting, text: tooLongText(length, limit, setting) } : undefined;
+}
+
+/** Whether an oversized message is answered in its chat (platforms) rather than refused to a waiting caller (413). */
+export function answersInChat(channel: ChannelId): boolean {
+  return PLATFORM_CHANNELS.has(channel) && !CALLER_CHANNELS.has(channel);
+}
+
 /**
- * Wraps the gateway's sink for channels and the HTTP API: a text over its channel's limit
- * (`channels.<ch>.maxInboundChars`, else `gateway.maxInboundChars`) is refused with one clear answer (in
- * the chat for platforms, a 413 for HTTP callers) and nothing else is affected; a long text that is taken
- * has its token counts computed a few milliseconds at a time before the turn needs them, so counting it
- * never stalls the other channels. `internal` messages (session tools) pass untouched.
+ * The sink the channels and the HTTP API submit through. The size limit is no longer checked here: the
+ * gateway checks it after the access policy, delivery dedupe and the rate limit (so a stranger, an
+ * unaddressed group message or a redelivery is never answered "too long"), and warms long texts' token
+ * counts on the session's lane, replays included. Kept so the callers that wrap the sink need not change.
  */
-export function guardInbound(sink: InboundSink, options: InboundGuardOptions): InboundSink {
-  const models = [...new Set(options.config.agents.map((a) => a.model))];
-  return async (message, submitOptions) => {
-    if (message.channel === 'internal') return sink(message, submitOptions);
-    const { limit, setting } = inboundLimitOf(options.config, message);
-    const length = message.text.length;
-    if (length > limit) {
-      message.correlationId ??= randomUUID();
-      const log = options.logger.child({ channel: message.channel, accountId: message.accountId, correlationId: message.correlationId });
-      log.warn({ length, limit, messageId: message.id }, 'inbound message over the size limit; refused');
-      if (CALLER_CHANNELS.has(message.channel) || !PLATFORM_CHANNELS.has(message.channel)) throw new InboundTooLargeError(length, limit, setting);
-      const adapter = options.adapterFor(message.channel, message.accountId);
-      // Answered in the background: the platform's acknowledgement does not wait for the reply.
-      void adapter?.send(targetOf(message), { text: tooLongText(length, limit, setting), kind: 'error', threadId: message.threadId })
-        .catch((err: unknown) => log.warn({ err }, 'could not tell the sender that the message is too long'));
-      const refused: Submission = { status: 'blocked', correlationId: message.correlationId, done: Promise.resolve(undefined) };
-      return refused;
-    }
-    if (length >= 256) await warmTokenCounts(message.text, models, options.warm);
-    return sink(message, submitOptions);
-  };
+export function guardInbound(sink: InboundSink, _options: InboundGuardOptions): InboundSink {
+  return sink;
 }

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentRuntime } from '../agent/runtime.ts';
 import { zeroUsage } from '../agent/turn-events.ts';
+import { answersInChat, InboundTooLargeError, oversizeOf, type Oversize } from '../agent/inbound-guard.ts';
+import { warmTokenCounts, type WarmOptions } from '../agent/tokens.ts';
 import type { ChannelAccountConfig, ResolvedConfig } from '../config/resolved.ts';
 import type { ChannelAdapter, InboundSink, Submission, SubmitOptions, TurnResult } from '../core/channel-adapter.ts';
 import type { Clock } from '../core/clock.ts';
@@ -27,6 +29,9 @@ import { TIMED_OUT, withDeadline } from '../core/deadline.ts';
 /** Channels whose messages are journaled for replay (platform deliveries and internal work, with no caller waiting). */
 const DURABLE_CHANNELS = new Set(['telegram', 'discord', 'slack', 'internal']);
 
+/** Texts from this length on have their token counts warmed before their turn. */
+const WARM_FROM_CHARS = 256;
+
 /** Options of {@link Gateway}. */
 export interface GatewayOptions {
   config: ResolvedConfig;
@@ -43,6 +48,8 @@ export interface GatewayOptions {
   pairing?: PairingStore;
   /** How often the typing indicator is refreshed while a turn runs (default 5 s). */
   typingIntervalMs?: number;
+  /** How long texts' token counts are warmed before their turn (tests inject a clock and yields). */
+  warm?: WarmOptions;
 }
 
 /** Counters the gateway keeps (read by /status and metrics). */
@@ -69,6 +76,8 @@ export class Gateway {
   private readonly options: GatewayOptions;
   private readonly outbound: Outbound;
   private readonly groupContext: GroupContextBuffer;
+  /** The agents' models, whose encodings long texts are warmed for. */
+  private readonly models: string[];
   private closing = false;
 
   constructor(options: GatewayOptions) {
@@ -78,6 +87,7 @@ export class Gateway {
     this.background = new BackgroundRuns(options.config.backgroundExecution.maxConcurrentBackgroundTurns);
     this.rateLimiter = new SenderRateLimiter(options.config.limits.perSender, options.clock);
     this.groupContext = new GroupContextBuffer({ limit: options.config.session.groupContextLimit });
+    this.models = [...new Set(options.config.agents.map((a) => a.model))];
     options.runtime.attachLanes({
       stop: (key) => { const stopped = this.lanes.stop(key); options.onStop?.(key); return stopped; },
       depth: (key) => this.lanes.depth(key),
@@ -185,6 +195,8 @@ export class Gateway {
       const limited = this.rateLimiter.take(message.rateLimitKey ?? `${message.channel}:${message.peerId}`);
       if (!limited.allowed) return this.refuseRate(message, sessionKey, correlationId, limited, logger, deduped);
     }
+    const oversize = oversizeOf(this.options.config, message);
+    if (oversize) return this.refuseOversize(message, sessionKey, correlationId, oversize, logger, deduped);
     if (immediate) {
       if (!(await this.seen(message, deduped, 'immediate'))) return this.duplicate(message, correlationId, logger);
       this.stats.accepted++;
@@ -218,6 +230,20 @@ export class Gateway {
       await this.outbound.deliver(message, { text: `Slow down, please: I take at most ${perMinute} message${perMinute === 1 ? '' : 's'} a minute from each person. Messages sent in the next ${retryAfterSeconds} s are not answered.`, kind: 'notice', threadId: message.threadId, replyTo: message.id }, logger);
     }
     return { status: 'rate_limited', retryAfterSeconds, sessionKey, correlationId, done: Promise.resolve(undefined) };
+  }
+
+  /**
+   * Over its channel's size limit: a waiting caller gets the error (413); a platform sender one line in the
+   * chat, once per delivery. Checked only here, after policy, dedupe and the rate limit (no amplification).
+   */
+  private async refuseOversize(message: InboundMessage, sessionKey: string, correlationId: string, oversize: Oversize, logger: Logger, deduped: boolean): Promise<Submission> {
+    logger.warn({ length: oversize.length, limit: oversize.limit, messageId: message.id }, 'inbound message over the size limit; refused');
+    if (!answersInChat(message.channel)) throw new InboundTooLargeError(oversize.length, oversize.limit, oversize.setting);
+    if (!(await this.seen(message, deduped, 'blocked'))) return this.duplicate(message, correlationId, logger);
+    this.stats.blocked++;
+    // Answered in the background: the platform's acknowledgement does not wait for the reply.
+    void this.outbound.deliver(message, { text: oversize.text, kind: 'error', threadId: message.threadId }, logger);
+    return { status: 'blocked', sessionKey, correlationId, done: Promise.resolve(undefined) };
   }
 
   /** Runs work on a session's lane, in order with its messages (admin reset and compact). */
@@ -306,6 +332,12 @@ export class Gateway {
         let result: TurnResult | undefined;
         let finished = true;
         try {
+          // A long text's token counts, a few ms at a time, so the turn's synchronous counting never stalls the
+          // other lanes; here on the lane (fresh, replayed and cluster-claimed messages alike), keeping their order.
+          if (message.text.length >= WARM_FROM_CHARS) {
+            await warmTokenCounts(message.text, this.models, this.options.warm);
+            logger.debug({ chars: message.text.length, replayed: Boolean(replay) }, 'token counts warmed before the turn');
+          }
           result = await this.options.runtime.runTurn({
             message, sessionKey: key, correlationId, signal: laneSignal, clientSignal: options.signal, onDelta: options.onDelta, replayed: Boolean(replay),
             groupContext: message.chatType === 'direct' ? undefined : await (this.options.sharedGroupContext?.take(key) ?? this.groupContext.take(key)),
