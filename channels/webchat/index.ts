@@ -52,6 +52,8 @@ export function isWebchatChannel(adapter: ChannelAdapter): adapter is WebchatCha
 export function createWebchatChannel(options: WebchatOptions): WebchatChannel {
   let sink: InboundSink | undefined;
   let status: ChannelStatus = 'stopped';
+  /** Stopped after running (shutting down): a page that subscribes now is ended at once. */
+  let closed = false;
   const outbox = new WebchatOutbox();
   /** Messages whose HTTP request is still waiting for the turn: their replies go back in its answer. */
   const waiting = new Map<string, AbortSignal | undefined>();
@@ -60,10 +62,11 @@ export function createWebchatChannel(options: WebchatOptions): WebchatChannel {
     id: 'webchat',
     accountId: 'default',
     get status() { return status; },
-    async start(s) { sink = s; status = 'running'; },
+    async start(s) { sink = s; status = 'running'; closed = false; },
     async stop() {
       sink = undefined;
       status = 'stopped';
+      closed = true;
       outbox.closeAll();
     },
     async submit(user, text, submitOptions = {}) {
@@ -80,7 +83,12 @@ export function createWebchatChannel(options: WebchatOptions): WebchatChannel {
         throw error;
       }
     },
-    subscribe: (user, listener) => outbox.subscribe(user, listener),
+    // Before the first start (the server listens a moment before channels start) a page may subscribe already.
+    subscribe: (user, listener) => {
+      if (!closed) return outbox.subscribe(user, listener);
+      listener.close();
+      return () => undefined;
+    },
     async send(target: DeliveryTarget, message: OutboundMessage) {
       // A reply to a request still waiting goes back in its answer; the rest (replies to internal messages,
       // whose `replyTo` the gateway drops, or to a page that went away) goes to the user's open pages.

@@ -17,7 +17,7 @@ export interface WebchatEndpoint {
   readonly status: ChannelStatus;
   /** Submits what `user` typed; the turn's own replies come back in `done`. */
   submit(user: string, text: string, options?: SubmitOptions & { correlationId?: string }): Promise<Submission>;
-  /** Hands `user`'s later replies to `listener` until the returned function is called; `close` when the channel stops. */
+  /** Hands `user`'s later replies to `listener` until the returned function is called; `close` when the channel stops (at once when it has). */
   subscribe(user: string, listener: { reply(push: WebchatLaterReply): void; close(): void }): () => void;
 }
 
@@ -104,7 +104,6 @@ export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => vo
     });
 
     app.get('/webchat/events', async (c) => {
-      if (channel.status !== 'running') throw new WebchatStoppedError();
       const user = checkedUser(c.req.query('user'));
       let sessionKey: string | undefined;
       try {
