@@ -5,7 +5,7 @@ import type { Context } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import type { Clock } from '../core/clock.ts';
 import type { HttpApp } from './app.ts';
-import { jsonError } from './http-error.ts';
+import { errorBody, jsonError } from './http-error.ts';
 
 /** Name of the dashboard's session cookie. */
 export const SESSION_COOKIE = 'switchboard_session';
@@ -176,12 +176,12 @@ export function createDashboardAuth(options: DashboardAuthOptions): DashboardAut
         if (!fromOwnPage(c)) return refuseCrossSite(c);
         if (!token) return c.json({ signedIn: true, via: 'open' });
         const refuse = (status: 401 | 429, message: string, code: string) => (c.req.header(SIGN_IN_PAGE_HEADER)
-          ? c.json({ signedIn: false, error: { message, type: status === 429 ? 'rate_limit_error' : 'authentication_error', code } })
+          ? c.json({ signedIn: false, ...errorBody(status, message, code) })
           : jsonError(c, status, message, code));
         const typed = ((await c.req.json().catch(() => ({}))) as { token?: unknown }).token;
         // The right token always signs in, so wrong ones (behind a proxy: everyone's) cannot lock the owner out.
-        // The limit adds no secrecy (a wrong bearer header on any route also answers at once); it keeps a
-        // stranger's guessing loud and slow in the log, and the token's length is what protects it (README).
+        // The limit adds no secrecy (a wrong bearer header on any route also answers at once); it makes one
+        // address's guessing stand out (429s in the log). The token's length is what protects it (README).
         if (typeof typed !== 'string' || !sameSecret(typed.trim(), token)) {
           const client = clientOf(c);
           const now = clock.now();
