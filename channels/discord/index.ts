@@ -9,6 +9,7 @@ import type { DiscordAccountConfig } from '../../src/config/resolved.ts';
 import type { ChannelFactoryContext } from '../types.ts';
 import { botRoleIdsOf, factsOf } from './facts.ts';
 import { normalizeDiscordMessage } from './normalize.ts';
+import { discordNonce } from './nonce.ts';
 import { guardDispatches } from './packet-guard.ts';
 import { renderDiscord } from './render.ts';
 import { sendOverRest, ShardLeases } from './shard-leases.ts';
@@ -243,16 +244,19 @@ class DiscordChannel implements ChannelAdapter {
   async send(target: DeliveryTarget, message: OutboundMessage): Promise<void> {
     const chunks = renderDiscord(message);
     if (chunks.length === 0) return;
+    const replyTo = message.replyTo ?? target.replyToId;
+    // The same reply sent again (a replay after a crash) carries the same nonces: Discord posts it once.
+    const text = chunks.join('\n');
+    const nonces = chunks.map((_chunk, i) => discordNonce(replyTo, text, i));
     if (this.shards && this.client) {
-      const replyTo = message.replyTo ?? target.replyToId;
-      return sendOverRest(this.client, target.chatId, chunks, target.chatType !== 'direct' ? replyTo : undefined);
+      return sendOverRest(this.client, target.chatId, chunks, target.chatType !== 'direct' ? replyTo : undefined, nonces);
     }
     const channel = await this.sendableChannel(target.chatId);
-    const replyTo = message.replyTo ?? target.replyToId;
     // In a DM the reply reference only adds noise; in a busy channel it shows what is answered.
     const reference = replyTo && target.chatType !== 'direct' ? { reply: { messageReference: replyTo, failIfNotExists: false } } : {};
     for (const [i, content] of chunks.entries()) {
-      await channel.send({ content, allowedMentions: ALLOWED_MENTIONS, ...(i === 0 ? reference : {}) });
+      const nonce = nonces[i];
+      await channel.send({ content, allowedMentions: ALLOWED_MENTIONS, ...(nonce ? { nonce, enforceNonce: true } : {}), ...(i === 0 ? reference : {}) });
     }
   }
 

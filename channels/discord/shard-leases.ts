@@ -203,11 +203,12 @@ export class ShardLeases {
 }
 
 /** A reply over REST alone (any replica; no gateway connection or cache needed). */
-export async function sendOverRest(client: Client, chatId: string, chunks: readonly string[], reference?: string): Promise<void> {
+export async function sendOverRest(client: Client, chatId: string, chunks: readonly string[], reference?: string, nonces: readonly (string | undefined)[] = []): Promise<void> {
   for (const [i, content] of chunks.entries()) {
+    const nonce = nonces[i];
     await client.rest.post(Routes.channelMessages(chatId), {
       body: {
-        content, allowed_mentions: { parse: [], replied_user: true },
+        content, allowed_mentions: { parse: [], replied_user: true }, ...(nonce ? { nonce, enforce_nonce: true } : {}),
         ...(i === 0 && reference ? { message_reference: { message_id: reference, fail_if_not_exists: false } } : {}),
       },
     });

@@ -61,6 +61,8 @@ export interface FakeDiscord {
   dropConnection(): void;
   /** Gateway RESUMEs received. */
   resumes: number;
+  /** `POST /channels/:id/messages` answered with an earlier message because its enforced nonce was seen. */
+  deduplicated: number;
   /** Sends a dispatch event to the connected client. */
   dispatch(t: string, d: unknown): void;
   /** Sends a raw text frame (anything, not necessarily JSON) to the connected client. */
@@ -116,6 +118,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   let port = 0;
   let seq = 0;
   let socket: WebSocket | undefined;
+  /** Messages created with an enforced nonce, by `<channel>:<nonce>`. */
+  const nonces = new Map<string, Record<string, unknown>>();
   /** Every message created, per channel, in id order (the REST history). */
   const history = new Map<string, Record<string, unknown>[]>();
 
@@ -165,7 +169,20 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       const body = call.body ?? {};
       const refused = invalidContent(body.content);
       if (refused) return reply(400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_BAD_LENGTH', message: refused }] } } });
-      return reply(200, messagePayload({ id: snowflake(), channel_id: m[1]!, author: bot, content: typeof body.content === 'string' ? body.content : '' }));
+      // As Discord: a nonce of more than 25 characters is refused; with enforce_nonce, a nonce seen before
+      // in that channel answers the message it created then instead of creating another.
+      if (body.nonce !== undefined && (typeof body.nonce === 'string' ? body.nonce.length > 25 : !Number.isInteger(body.nonce))) {
+        return reply(400, { message: 'Invalid Form Body', code: 50035, errors: { nonce: { _errors: [{ code: 'BASE_TYPE_BAD_LENGTH', message: 'Must be 25 or fewer in length.' }] } } });
+      }
+      const nonceKey = body.enforce_nonce === true && body.nonce !== undefined ? `${m[1]}:${JSON.stringify(body.nonce)}` : undefined;
+      const earlier = nonceKey ? nonces.get(nonceKey) : undefined;
+      if (earlier) {
+        fake.deduplicated++;
+        return reply(200, earlier);
+      }
+      const created = messagePayload({ id: snowflake(), channel_id: m[1]!, author: bot, content: typeof body.content === 'string' ? body.content : '' });
+      if (nonceKey) nonces.set(nonceKey, created);
+      return reply(200, created);
     }
     if (method === 'PATCH' && (m = /^\/api\/v10\/channels\/(\d+)\/messages\/(\d+)$/.exec(path))) {
       const refused = invalidContent(call.body?.content);
@@ -231,6 +248,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     heartbeats: 0,
     identifies: 0,
     resumes: 0,
+    deduplicated: 0,
     dropConnection() {
       socket?.terminate();
       socket = undefined;
