@@ -29,6 +29,11 @@ export interface FakeReply {
   headers?: Record<string, string>;
   /** Wait this long before answering (ms); the request's abort ends it early. */
   delayMs?: number;
+  /**
+   * Streaming only: each tool call's arguments arrive in pieces of this many characters, each its own chunk after
+   * one chunk with the call's id and name (as OpenAI streams them), the calls one after another.
+   */
+  splitArguments?: number;
 }
 
 /** A fake OpenAI-compatible server on 127.0.0.1: records every request; replies from a script or a function. */
@@ -99,7 +104,15 @@ export async function startFakeOpenAI(fallback?: (request: RecordedRequest) => F
     const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices, ...extra })}\n\n`);
     chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
     for (const piece of content.match(/\S+\s*|\s+/g) ?? []) chunk([{ index: 0, delta: { content: piece }, finish_reason: null }]);
-    if (toolCalls) chunk([{ index: 0, delta: { tool_calls: toolCalls }, finish_reason: null }]);
+    if (toolCalls && reply.splitArguments) {
+      const size = reply.splitArguments;
+      for (const c of toolCalls) {
+        chunk([{ index: 0, delta: { tool_calls: [{ index: c.index, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } }] }, finish_reason: null }]);
+        for (let at = 0; at < c.function.arguments.length; at += size) {
+          chunk([{ index: 0, delta: { tool_calls: [{ index: c.index, function: { arguments: c.function.arguments.slice(at, at + size) } }] }, finish_reason: null }]);
+        }
+      }
+    } else if (toolCalls) chunk([{ index: 0, delta: { tool_calls: toolCalls }, finish_reason: null }]);
     chunk([{ index: 0, delta: {}, finish_reason: toolCalls ? 'tool_calls' : 'stop' }]);
     if (recorded.body.stream_options?.include_usage && usage) chunk([], { usage: { total_tokens: usage.prompt_tokens + usage.completion_tokens, ...usage } });
     res.end('data: [DONE]\n\n');

@@ -140,6 +140,46 @@ describe('the tool loop', () => {
     expect(messages(h)[1]!.toolCalls).toEqual([{ id: 's1', name: 'add', arguments: '{"a":1,"b":1}' }]);
   });
 
+  it('text the model streams along with its tool calls is part of the reply: what streamed is what the reply says', async () => {
+    const log: string[] = [];
+    h = await startHarness({ tools: testTools(log), reply: (r) => {
+      const done = r.body.messages.filter((m) => m.role === 'assistant' && m.tool_calls?.length).length;
+      if (done === 0) return { content: 'Let me add that up.', toolCalls: [{ id: 'p1', name: 'add', arguments: '{"a":2,"b":3}' }] };
+      if (done === 1) return { content: 'Checking once more.', toolCalls: [{ id: 'p2', name: 'add', arguments: '{"a":3,"b":2}' }] };
+      return { content: 'It is 5.' };
+    } });
+    const deltas: string[] = [];
+    const message: InboundMessage = {
+      id: 'm-said', channel: 'webchat', accountId: 'default', chatType: 'direct', chatId: 'alice', peerId: 'alice',
+      sender: { id: 'alice' }, text: '2+3?', attachments: [], mentionsBot: true, receivedAt: h.clock.now(),
+    };
+    const result = await h.runtime.runTurn({ message, sessionKey: h.key, correlationId: randomUUID(), signal: new AbortController().signal, onDelta: (d) => deltas.push(d) });
+    expect(result.replies[0]!.text).toBe('Let me add that up.\n\nChecking once more.\n\nIt is 5.');
+    expect(deltas.join('')).toBe(result.replies[0]!.text);
+    // A platform chat (nothing streamed) gets the final answer, as before.
+    expect(await h.send('again?')).toBe('It is 5.');
+  });
+
+  it('tool-call arguments streamed in pieces (several calls of one answer) are put together and run', async () => {
+    const log: string[] = [];
+    h = await startHarness({ tools: testTools(log), reply: (r) => {
+      const done = r.body.messages.filter((m) => m.role === 'assistant' && m.tool_calls?.length).length;
+      return done === 0
+        ? { toolCalls: [{ id: 'q1', name: 'add', arguments: '{"a":12,"b":30}' }, { id: 'q2', name: 'add', arguments: '{"a":100,"b":-1}' }], splitArguments: 3 }
+        : { content: 'sums done' };
+    } });
+    const message: InboundMessage = {
+      id: 'm-split', channel: 'webchat', accountId: 'default', chatType: 'direct', chatId: 'alice', peerId: 'alice',
+      sender: { id: 'alice' }, text: 'add', attachments: [], mentionsBot: true, receivedAt: h.clock.now(),
+    };
+    const result = await h.runtime.runTurn({ message, sessionKey: h.key, correlationId: randomUUID(), signal: new AbortController().signal, onDelta: () => undefined });
+    expect(result.replies[0]!.text).toBe('sums done');
+    expect(h.fake.requests[0]!.body.stream).toBe(true);
+    expect(log).toEqual(['add 12+30', 'add 100+-1']);
+    expect(messages(h)[1]!.toolCalls).toEqual([{ id: 'q1', name: 'add', arguments: '{"a":12,"b":30}' }, { id: 'q2', name: 'add', arguments: '{"a":100,"b":-1}' }]);
+    expect(messages(h).filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(['{"sum":42}', '{"sum":99}']);
+  });
+
   it('stops a batch at maxIterationsPerBatch, says how to go on, and "continue" resumes from the transcript', async () => {
     const log: string[] = [];
     const round = (i: number) => [{ id: `r${i}`, name: 'add', arguments: `{"a":${i},"b":0}` }];
