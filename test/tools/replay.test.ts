@@ -45,6 +45,60 @@ describe('replaying a message after a crash or stop', () => {
     expect(messages(h).filter((m) => m.content === 'what time is it?')).toHaveLength(2);
   });
 
+  it('a recorded message found behind a long tool loop (over 500 entries) is not appended again', async () => {
+    h = await startHarness();
+    const at = () => new Date(h!.clock.now()).toISOString();
+    const loop: TranscriptMessage[] = [{ type: 'message', id: randomUUID(), role: 'user', content: 'dig deep', at: at(), sourceId: 'telegram:default:u-20' }];
+    for (let i = 0; i < 260; i++) {
+      loop.push({ type: 'message', id: randomUUID(), role: 'assistant', content: '', toolCalls: [{ id: `d${i}`, name: 'memory_search', arguments: '{"query":"x"}' }], at: at() });
+      loop.push({ type: 'message', id: randomUUID(), role: 'tool', content: 'no notes', toolCallId: `d${i}`, at: at() });
+    }
+    await run(telegramMessage(h, '1', 'earlier'));
+    await h.runtime.appendEntries(h.session(), loop);
+    const result = await run(telegramMessage(h, '20', 'dig deep'), true);
+    expect(result.replies[0]!.text).toBe('ok');
+    expect(messages(h).filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['earlier', 'dig deep']);
+  });
+
+  it('a replayed message a later turn already took up (a start-up resume answered it) is not run again and sends nothing', async () => {
+    h = await startHarness();
+    const at = () => new Date(h!.clock.now()).toISOString();
+    await run(telegramMessage(h, '1', 'earlier'));
+    await h.runtime.appendEntries(h.session(), [
+      { type: 'message', id: randomUUID(), role: 'user', content: 'count them', at: at(), sourceId: 'telegram:default:u-30' },
+      { type: 'message', id: randomUUID(), role: 'user', content: '[background_auto_resume] go on', at: at(), sourceId: 'internal:default:r1' },
+      { type: 'message', id: randomUUID(), role: 'assistant', content: 'there are 3', at: at() },
+    ]);
+    const requests = h.fake.requests.length;
+    const again = await run(telegramMessage(h, '30', 'count them'), true);
+    expect(again.replies).toEqual([]);
+    expect(h.fake.requests.length).toBe(requests);
+    expect(messages(h).map((m) => m.content)).toEqual(['earlier', 'ok', 'count them', '[background_auto_resume] go on', 'there are 3']);
+  });
+
+  it('a replayed reset trigger does not reset the session a second time (with a first message and alone)', async () => {
+    h = await startHarness();
+    await run(telegramMessage(h, '1', 'before'));
+    const withText = telegramMessage(h, '40', '/new hello');
+    expect((await run(withText)).replies[0]!.text).toBe('ok');
+    const sessionId = h.session().entry.sessionId;
+    const requests = h.fake.requests.length;
+    expect((await run(withText, true)).replies.map((r) => r.text)).toEqual(['ok']);
+    expect(h.session().entry.sessionId).toBe(sessionId);
+    expect(h.fake.requests.length).toBe(requests);
+    expect(messages(h).map((m) => m.content)).toEqual(['hello', 'ok']);
+
+    const alone = telegramMessage(h, '41', '/new');
+    await run(alone);
+    const fresh = h.session().entry.sessionId;
+    expect(fresh).not.toBe(sessionId);
+    expect((await run(alone, true)).replies[0]!.text).toMatch(/^New session started/);
+    expect(h.session().entry.sessionId).toBe(fresh);
+    // Not replayed, the trigger resets as usual.
+    await run(telegramMessage(h, '42', '/new'));
+    expect(h.session().entry.sessionId).not.toBe(fresh);
+  });
+
   it('the entry names a new transcript before the file exists, so a crash never leaves a transcript no entry points to', async () => {
     h = await startHarness();
     const store = (h.sessions as unknown as { options: { store: { entries: Map<string, { sessionId: string }> } } }).options.store;
