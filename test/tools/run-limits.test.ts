@@ -137,6 +137,16 @@ describe('goal runs: counters, budgets and what is counted', () => {
     expect((await entry(KEY)).checkpoint).toMatchObject({ goal: 'search again', batch: 1, toolCalls: 2 });
   });
 
+  it('counts of one read in the singular: "1 batch of 1 step", "1 tool step"', async () => {
+    fake.fallback = (r) => search(toolRounds(r));
+    await start({ agents: { defaults: { maxIterationsPerBatch: 1 } }, backgroundExecution: { enabled: true, maxBatchesPerGoal: 1 } });
+    await say('/goal one at a time');
+    expect(await say('go')).toBe('I stopped working on the goal after 1 batch of 1 step (the limit is 1 batch per goal). Say "continue" to go on, or /goal off to drop it.');
+    expect(await metric('switchboard_refusals_total{reason="run_budget"}')).toBe(1);
+    await say('/goal off');
+    expect(await say('go')).toBe('I stopped after 1 tool step without a final answer. Say "continue" to let me go on.');
+  });
+
   it('the tool-call budget holds within one answer: calls past it are not run and get a result saying so', async () => {
     fake.fallback = (r) => (toolRounds(r) === 0 ? search(0, 3) : { content: 'never reached' });
     await start({ backgroundExecution: { enabled: true, maxToolCalls: 2 } });
