@@ -16,8 +16,8 @@ type Method = (typeof METHODS)[number];
 /** What may be asked without the bearer token on a gateway that has one (the platforms sign their webhooks). */
 const PUBLIC: Record<string, Method[]> = {
   '/healthz': ['GET', 'HEAD'],
-  // The dashboard's shell, its static files and its sign-in (dashboard-auth.ts).
-  '/': ['GET', 'HEAD'],
+  // The dashboard's static files and its sign-in (dashboard-auth.ts). `/` serves the sign-in page to browsers
+  // only (Accept: text/html, tested below); a program without the token gets 401 there like everywhere.
   '/favicon.svg': ['GET', 'HEAD'],
   '/favicon.ico': ['GET', 'HEAD'],
   '/assets/*': ['GET', 'HEAD'],
@@ -125,6 +125,15 @@ describe('every route × method, on a gateway with a token', () => {
       }
     }
     expect(wrong).toEqual([]);
+  });
+
+  it('GET / without the token is the sign-in page for a browser (Accept: text/html), with no secret in it', async () => {
+    const response = await gw.app.request('/', { headers: { accept: 'text/html,application/xhtml+xml' } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/html');
+    const page = await response.text();
+    expect(page).toMatch(/sign in/i);
+    expect(page).not.toContain(TOKEN);
   });
 
   it('a wrong token is refused like no token, on every protected route', async () => {
