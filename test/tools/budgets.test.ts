@@ -203,6 +203,104 @@ describe('budgets and rate limits', () => {
     expect(timed.checkpoint?.batch).toBe(3);
   });
 
+  describe('on Telegram, across a restart', () => {
+    const tg = async (config: Record<string, unknown>) => {
+      telegram ??= await startFakeTelegram();
+      return start({ channels: { telegram: { dmPolicy: 'open' } }, ...config }, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot });
+    };
+    const texts = () => sentTo(telegram!, 42).map((c) => String(c.body.text));
+    /** Sets a goal and starts it; resolves once the first background batch's LLM call is held. */
+    const holdFirstBackgroundBatch = async () => {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => { release = resolve; });
+      fake.fallback = async (r) => {
+        if (lastUser(r).startsWith('[background_auto_continue]')) await held;
+        return search(rounds(r));
+      };
+      telegram!.pushUpdate(dm('/goal search the notes'));
+      await telegram!.waitFor('sendMessage', (c) => String(c.body.text).includes('Goal set'));
+      telegram!.pushUpdate(dm('go'));
+      await until(() => fake.requests.some((r) => lastUser(r).startsWith('[background_auto_continue]')) || undefined, 'the background batch to start');
+      return release;
+    };
+
+    it('a goal run stops at its token budget, counted across a restart in the middle, and says so in the chat', async () => {
+      const config = { agents: { defaults: { maxIterationsPerBatch: 2 } }, backgroundExecution: { enabled: true, tokenBudget: 200 }, gateway: { shutdownGraceMs: 0 } };
+      await tg(config);
+      const release = await holdFirstBackgroundBatch();
+      await gw!.stop();
+      gw = undefined;
+      release();
+      const before = fake.requests.length;
+      fake.fallback = (r) => search(rounds(r));
+      await tg(config);
+      const line = await telegram!.waitFor('sendMessage', (c) => String(c.body.text).includes('budget'));
+      expect(String(line.body.text)).toBe('I stopped working on the goal: it reached its token budget (200 of 200 tokens, backgroundExecution.tokenBudget). Say "continue" to go on with a fresh budget, or /goal off to drop the goal.');
+      expect(texts().filter((t) => t.includes('reached its'))).toHaveLength(1);
+      // 80 tokens before the stop (two calls of 40); the resumed run needed only the rest, not a fresh 200.
+      expect(fake.requests.length - before).toBe(3);
+      const stopped = await entry('agent:main:direct:42');
+      expect(stopped.runState).toBe('budget-limited');
+      expect(stopped.checkpoint).toMatchObject({ tokens: 200, toolCalls: 5 });
+    });
+
+    it('a goal run stops at its wall-clock budget when the clock passed it during a stop, and says so in the chat', async () => {
+      const config = { agents: { defaults: { maxIterationsPerBatch: 2 } }, backgroundExecution: { enabled: true, tokenBudget: 0, maxWallClockMinutes: 30 }, gateway: { shutdownGraceMs: 0 } };
+      await tg(config);
+      const release = await holdFirstBackgroundBatch();
+      await gw!.stop();
+      gw = undefined;
+      release();
+      clock.advance(31 * 60_000);
+      const before = fake.requests.length;
+      fake.fallback = (r) => search(rounds(r));
+      await tg(config);
+      const line = await telegram!.waitFor('sendMessage', (c) => String(c.body.text).includes('budget'));
+      expect(String(line.body.text)).toBe('I stopped working on the goal: it reached its time budget (31 of 30 minutes, backgroundExecution.maxWallClockMinutes). Say "continue" to go on with a fresh budget, or /goal off to drop the goal.');
+      expect(fake.requests.length - before).toBe(0);
+      expect((await entry('agent:main:direct:42')).runState).toBe('budget-limited');
+    });
+
+    it('a redelivered update refused by the rate limit is not answered after a restart; the bucket refills with the clock', async () => {
+      fake.fallback = (r) => ({ content: `re: ${lastUser(r)}`, usage: null });
+      const config = { limits: { perSender: { perMinute: 1, burst: 1 } }, agents: { defaults: { tools: { preset: 'none' } } } };
+      await tg(config);
+      telegram!.pushUpdate({ update_id: 500, ...dm('m1') });
+      await telegram!.waitFor('sendMessage', (c) => String(c.body.text) === 're: m1');
+      const refused = { update_id: 501, ...dm('m2') };
+      telegram!.pushUpdate(refused);
+      await telegram!.waitFor('sendMessage', (c) => String(c.body.text).startsWith('Slow down'));
+      await gw!.stop();
+      gw = undefined;
+      clock.advance(60_000);
+      await tg(config);
+      telegram!.redeliver(refused);
+      telegram!.pushUpdate({ update_id: 502, ...dm('m3') });
+      await telegram!.waitFor('sendMessage', (c) => String(c.body.text) === 're: m3');
+      expect(texts()).toEqual(['re: m1', 'Slow down, please: I take at most 1 message a minute from each person. Messages sent in the next 60 s are not answered.', 're: m3']);
+      expect(fake.requests.map(lastUser)).toEqual(['m1', 'm3']);
+    });
+
+    it('the Telegram bucket refills with the injected clock', async () => {
+      fake.fallback = (r) => ({ content: `re: ${lastUser(r)}`, usage: null });
+      await tg({ limits: { perSender: { perMinute: 2, burst: 1 } }, agents: { defaults: { tools: { preset: 'none' } } } });
+      telegram!.pushUpdate(dm('a1'));
+      await telegram!.waitFor('sendMessage', (c) => String(c.body.text) === 're: a1');
+      telegram!.pushUpdate(dm('a2'));
+      await telegram!.waitFor('sendMessage', (c) => String(c.body.text).startsWith('Slow down'));
+      clock.advance(29_999);
+      telegram!.pushUpdate(dm('a3'));
+      telegram!.pushUpdate(dm('/status'));
+      await telegram!.waitFor('sendMessage', (c) => String(c.body.text).includes('Status'));
+      clock.advance(1);
+      telegram!.pushUpdate(dm('a4'));
+      await telegram!.waitFor('sendMessage', (c) => String(c.body.text) === 're: a4');
+      expect(texts().filter((t) => t.startsWith('re: '))).toEqual(['re: a1', 're: a4']);
+      expect(texts().filter((t) => t.startsWith('Slow down'))).toHaveLength(1);
+      expect(fake.requests.map(lastUser)).toEqual(['a1', 'a4']);
+    });
+  });
+
   it('says which run budget was reached', async () => {
     const { runBudgetReached } = await import('../../src/agent/runs.ts');
     const limits = { tokenBudget: 1000, maxWallClockMinutes: 60, maxToolCalls: 10 };
