@@ -8,6 +8,8 @@ import type { ResolvedConfig } from '../config/resolved.ts';
 import { readStateOwner, StateLock } from '../core/state-lock.ts';
 import { dmScopeWarning } from '../routing/dm-scope-warning.ts';
 import { withPairingAdmin } from './pairing.ts';
+import { findCommandTarget, type GatewayClient } from './gateway-client.ts';
+import type { SessionEntry } from '../sessions/entry.ts';
 import { probeMcpServers } from '../tools/mcp/mcp-probe.ts';
 import { probeClusterDatabase } from '../cluster/cluster-probe.ts';
 import { isClusterStore } from '../cluster/pg-database.ts';
@@ -128,9 +130,19 @@ async function checkChannels(config: ResolvedConfig): Promise<Check[]> {
 async function checkRekey(config: ResolvedConfig): Promise<Check> {
   if (!existsSync(path.join(config.stateDir, 'sessions.sqlite')) && config.store.startsWith('sqlite://')) return { name: 're-keying', ok: true, detail: 'no sessions yet' };
   let store: KeyvSessionStore | undefined;
+  let lock: StateLock | undefined;
   try {
-    store = await KeyvSessionStore.open(config.store);
-    const moves = await planRekey(allSessions(store), config);
+    // The store belongs to the state folder's owner: read through a running gateway, else open it under the lock.
+    const target = await findCommandTarget(config);
+    let entries: AsyncIterable<SessionEntry>;
+    if (target.kind === 'gateway') {
+      entries = gatewaySessions(target.client);
+    } else {
+      lock = await StateLock.acquire(config.stateDir, { role: 'cli', command: 'switchboard doctor' });
+      store = await KeyvSessionStore.open(config.store);
+      entries = allSessions(store);
+    }
+    const moves = await planRekey(entries, config);
     if (!moves.length) return { name: 're-keying', ok: true, detail: 'every session is under the key identity links and bindings give it' };
     const list = moves.slice(0, 10).map((m) => `${m.from} → ${m.action === 'move' ? m.to : `archived (merged into ${m.to})`}`).join('; ');
     const count = `${moves.length} session${moves.length === 1 ? '' : 's'}`;
@@ -143,7 +155,18 @@ async function checkRekey(config: ResolvedConfig): Promise<Check> {
     return { name: 're-keying', ok: 'warn', detail: `could not read the sessions: ${(error as Error).message}` };
   } finally {
     await store?.close().catch(() => undefined);
+    await lock?.release();
   }
+}
+
+/** Every stored session, page by page, from the running gateway's `/admin/sessions`. */
+async function* gatewaySessions(client: GatewayClient): AsyncIterable<SessionEntry> {
+  let cursor: string | undefined;
+  do {
+    const page = await client.get<{ sessions: SessionEntry[]; nextCursor?: string }>(`/admin/sessions?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    yield* page.sessions;
+    cursor = page.nextCursor;
+  } while (cursor);
 }
 
 export async function runDoctor(config: ResolvedConfig, out: NodeJS.WritableStream): Promise<boolean> {

@@ -4,9 +4,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { StateLock } from '../../src/core/state-lock.ts';
 import { startFakeTelegram } from '../fakes/fake-telegram.ts';
 import { tempDir } from '../helpers/gateway.ts';
 import { bin, cleanEnv, startProcess } from '../helpers/process.ts';
+import { until } from '../helpers/wait.ts';
+
+const repo = path.resolve(import.meta.dirname, '../..');
 
 
 /** Runs `switchboard <args>` to the end; resolves with its exit code and output (stdin optional). */
@@ -154,5 +158,56 @@ describe('one machine: one owner per state folder, the command line through the 
     expect(result.stdout).toMatch(new RegExp(`^ok\\s+port: 127\\.0\\.0\\.1:${port} is used by this state folder's gateway \\(pid ${gw.child.pid}\\)$`, 'm'));
     expect(result.stdout).toMatch(/^ok\s+state folder: .* in use by the gateway at http:\/\/127\.0\.0\.1:\d+ \(pid \d+\)$/m);
     expect(result.stdout).toMatch(/^warn\s+dm sessions: session\.dmScope is "main" and 2 different people can write to the bot directly \(telegram:42, telegram:bob\): all of them share ONE conversation .* "per-peer"/m);
+  }, 30_000);
+
+  it('doctor starts each MCP server once: a working one is ok with its tool count, a missing one FAILs with what to check, and the exit code is 1', async () => {
+    const fixture = path.join(repo, 'test/tools/mcp/fixture-server.ts');
+    writeFileSync(path.join(tmp.dir, 'switchboard.json'), JSON.stringify({ mcp: { servers: {
+      fx: { command: process.execPath, args: ['--import', 'tsx', fixture], cwd: repo },
+      gone: { command: path.join(tmp.dir, 'no-such-server') },
+    } } }));
+    const result = await run(tmp.dir, ['doctor'], { SWITCHBOARD_PORT: String(await closedPort()) });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/^ok\s+mcp fx: stdio server ready with 8 tools$/m);
+    expect(result.stdout).toMatch(/^FAIL\s+mcp gone: .*(ENOENT|closed).*; check mcp\.servers\.gone \(command and args, or url and headers\)$/m);
+    expect(result.stdout.split('\n').filter((l) => l.startsWith('FAIL'))).toHaveLength(1);
+  }, 30_000);
+
+  it('doctor reads the sessions through a running gateway, and does not open the store while a command holds the state folder', async () => {
+    const chat = await run(tmp.dir, ['chat', '--user', 'alice'], {}, 'hello\n');
+    expect(chat.code).toBe(0);
+    const env = { SWITCHBOARD_PORT: String(await closedPort()) };
+    const lock = await StateLock.acquire(path.join(tmp.dir, 'data'), { role: 'cli', command: 'switchboard migrate' });
+    try {
+      const busy = await run(tmp.dir, ['doctor'], env);
+      expect(busy.stdout).toMatch(/^warn\s+re-keying: could not read the sessions: "switchboard migrate" \(pid \d+\) is using the state folder .*$/m);
+    } finally {
+      await lock.release();
+    }
+    expect((await run(tmp.dir, ['doctor'], env)).stdout).toMatch(/^ok\s+re-keying: every session is under the key identity links and bindings give it$/m);
+    const gw = startProcess(tmp.dir);
+    children.push(gw);
+    const url = await gw.url;
+    const result = await run(tmp.dir, ['doctor'], { SWITCHBOARD_PORT: new URL(url).port });
+    expect(result.stdout).toMatch(/^ok\s+re-keying: every session is under the key identity links and bindings give it$/m);
+  }, 60_000);
+
+  it('start takes --port, --host and --log-level: it listens there and writes no info lines; --port abc exits 1 naming the flag', async () => {
+    const port = await closedPort();
+    const child = execFile(process.execPath, [bin, 'start', '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn'], { cwd: tmp.dir, env: cleanEnv(tmp.dir) });
+    let stdout = '';
+    child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    try {
+      expect(await until(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 'the gateway on --port', 6000)).toBe(true);
+      expect(stdout.split('\n').filter((l) => l.includes('"level":30'))).toEqual([]);
+      expect((JSON.parse(readFileSync(path.join(tmp.dir, 'data', 'gateway.json'), 'utf8')) as { url?: string }).url).toBe(`http://127.0.0.1:${port}`);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    const bad = await run(tmp.dir, ['start', '--port', 'abc']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('gateway.port (from --port): expected a number, got "abc"');
   }, 30_000);
 });
