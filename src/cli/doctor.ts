@@ -144,13 +144,14 @@ async function checkRekey(config: ResolvedConfig): Promise<Check> {
     }
     const moves = await planRekey(entries, config);
     if (!moves.length) return { name: 're-keying', ok: true, detail: 'every session is under the key identity links and bindings give it' };
-    const list = moves.slice(0, 10).map((m) => `${m.from} → ${m.action === 'move' ? m.to : `archived (merged into ${m.to})`}`).join('; ');
-    const count = `${moves.length} session${moves.length === 1 ? '' : 's'}`;
+    const shown = moves.filter((m) => !m.temporary);
+    const list = shown.slice(0, 10).map((m) => `${m.parkedFrom ?? m.from} → ${m.action === 'move' ? m.to : `archived (merged into ${m.to})`}`).join('; ');
+    const count = `${shown.length} session${shown.length === 1 ? '' : 's'}`;
     // A cluster's start does not move conversations (main.ts): say so rather than promise a move.
     const what = isClusterStore(config.store)
-      ? `cluster mode does not re-key at start; ${count} ${moves.length === 1 ? 'keeps' : 'keep'} a key the current identity links and bindings would not give them`
+      ? `cluster mode does not re-key at start; ${count} ${shown.length === 1 ? 'keeps' : 'keep'} a key the current identity links and bindings would not give them`
       : `the next start moves ${count}`;
-    return { name: 're-keying', ok: 'warn', detail: `${what}: ${list}${moves.length > 10 ? '; …' : ''}` };
+    return { name: 're-keying', ok: 'warn', detail: `${what}: ${list}${shown.length > 10 ? '; …' : ''}` };
   } catch (error) {
     return { name: 're-keying', ok: 'warn', detail: `could not read the sessions: ${(error as Error).message}` };
   } finally {

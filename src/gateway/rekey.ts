@@ -20,6 +20,10 @@ export interface RekeyMove {
   toAgent: string;
   /** `move`: the conversation continues under `to`; `archive`: it merged with a more recently active one and is archived. */
   action: 'move' | 'archive';
+  /** Set on the first half of a cycle's move: `to` is a temporary key, left again by a later move. */
+  temporary?: true;
+  /** Set on the second half: the key the conversation had before it was parked under `from`. */
+  parkedFrom?: string;
 }
 
 /**
@@ -108,8 +112,8 @@ function orderMoves(pending: RekeyMove[]): RekeyMove[] {
     }
     const [first, ...rest] = pending as [RekeyMove, ...RekeyMove[]];
     const parked = temporaryKey(first);
-    ordered.push({ ...first, to: parked, toAgent: first.fromAgent });
-    pending = [{ ...first, from: parked }, ...rest];
+    ordered.push({ ...first, to: parked, toAgent: first.fromAgent, temporary: true });
+    pending = [{ ...first, from: parked, parkedFrom: first.from }, ...rest];
   }
   return ordered;
 }
@@ -157,7 +161,7 @@ export async function applyRekey(moves: readonly RekeyMove[], deps: RekeyDeps): 
       continue;
     }
     warnIfShared(entry, move, deps.logger);
-    await moveTranscript(entry.sessionId, move.toAgent, move.to, deps);
+    await moveTranscript(entry.sessionId, move.toAgent, move.temporary ? undefined : move.to, deps);
     deps.afterStep?.(`transcript ${move.from}`);
     const existing = await deps.store.get(move.to);
     if (existing?.sessionId !== entry.sessionId) {
@@ -189,7 +193,7 @@ function warnIfShared(entry: SessionEntry, move: RekeyMove, logger: Logger): voi
   );
 }
 
-async function moveTranscript(sessionId: string, toAgent: string, toKey: string, deps: RekeyDeps): Promise<void> {
+async function moveTranscript(sessionId: string, toAgent: string, toKey: string | undefined, deps: RekeyDeps): Promise<void> {
   const target = deps.transcripts.forAgent(toAgent).pathOf(sessionId);
   if (!existsSync(target)) {
     const source = deps.transcripts.pathOf(sessionId);
@@ -199,23 +203,25 @@ async function moveTranscript(sessionId: string, toAgent: string, toKey: string,
     await rename(source, target);
   }
   deps.transcripts.forget(sessionId);
-  await rewriteHeaderKey(target, toKey);
+  if (toKey) await rewriteHeaderKey(target, toKey);
 }
 
-/** The header names the key the transcript belongs to; written to a side file and renamed over, so a crash leaves one or the other. */
+/** The header names the key the transcript belongs to (and, in `formerKeys`, those it had); written to a side file and renamed over, so a crash leaves one or the other. */
 async function rewriteHeaderKey(file: string, key: string): Promise<void> {
   const text = await readFile(file, 'utf8');
   const newline = text.indexOf('\n');
   const first = newline < 0 ? text : text.slice(0, newline);
-  let header: { type?: string; key?: string };
+  let header: { type?: string; key?: string; formerKeys?: string[] };
   try {
-    header = JSON.parse(first) as { type?: string; key?: string };
+    header = JSON.parse(first) as typeof header;
   } catch {
     return;
   }
   if (header.type !== 'session' || header.key === key) return;
   const side = `${file}.rekey`;
-  await writeFile(side, `${JSON.stringify({ ...header, key })}${newline < 0 ? '\n' : text.slice(newline)}`);
+  // The keys it had before stay in the header: the ledger's records of those turns are filed under them.
+  const formerKeys = [...(header.formerKeys ?? []), ...(header.key ? [header.key] : [])];
+  await writeFile(side, `${JSON.stringify({ ...header, key, formerKeys })}${newline < 0 ? '\n' : text.slice(newline)}`);
   await rename(side, file);
 }
 

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Binding } from '../../src/config/schema.ts';
 import { createLogger, silentLogger, type Logger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
+import { KeyvSessionStore } from '../../src/sessions/store.ts';
 import type { TranscriptMessage } from '../../src/sessions/transcript.ts';
 import { startFakeOpenAI, userText, type FakeOpenAI, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
@@ -64,10 +65,10 @@ describe('re-keying at start', () => {
   };
   const sessions = async () => ((await (await fetch(`${gw!.url}/admin/sessions`)).json()) as { sessions: { key: string; sessionId: string; agentId: string }[] }).sessions
     .map((s) => [s.key, s.agentId]).sort();
-  const entry = async (key: string) => (await (await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent(key)}`)).json()) as { sessionId: string; agentId: string };
+  const entry = async (key: string) => (await (await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent(key)}`)).json()) as { sessionId: string; agentId: string; parentKey?: string };
   const history = async (key: string) => ((await (await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent(key)}/history`)).json()) as { entries: TranscriptMessage[] }).entries
     .filter((e) => e.role === 'user' || e.role === 'assistant').map((e) => e.content);
-  const header = (agent: string, sessionId: string) => JSON.parse(readFileSync(data('agents', agent, 'sessions', `${sessionId}.jsonl`), 'utf8').split('\n')[0]!) as { key: string };
+  const header = (agent: string, sessionId: string) => JSON.parse(readFileSync(data('agents', agent, 'sessions', `${sessionId}.jsonl`), 'utf8').split('\n')[0]!) as { key: string; formerKeys?: string[] };
 
   it('a dmScope "main" conversation follows a new binding of its channel (history, folder and header move; a shared session is warned about)', async () => {
     telegram = await startFakeTelegram();
@@ -110,8 +111,37 @@ describe('re-keying at start', () => {
     await say('ann', 'ann two');
     expect(await history('agent:main:direct:c')).toEqual(['ann one', 'main answers ann one', 'ann two', 'main answers ann two']);
     expect(await history('agent:main:direct:a')).toEqual(['bob one', 'main answers bob one']);
-    expect(header('main', ann).key).toBe('agent:main:direct:c');
+    expect(header('main', ann)).toMatchObject({ key: 'agent:main:direct:c', formerKeys: ['agent:main:direct:a'] });
     expect(existsSync(data('archive', 'rekey'))).toBe(false);
+  });
+
+  it('a swap killed at any step (also while one conversation is parked under a temporary key) completes at the next start', async () => {
+    const links = (a: string, c: string) => ({ session: { dmScope: 'per-peer', reset: { mode: 'off' }, identityLinks: { a: [a], c: [c] } } });
+    const before = async () => {
+      rmSync(data(), { recursive: true, force: true });
+      await start(links('webchat:ann', 'webchat:bob'));
+      await say('ann', 'ann one');
+      await say('bob', 'bob one');
+      await stop();
+    };
+    await before();
+    const steps: string[] = [];
+    await start(links('webchat:bob', 'webchat:ann'), { afterStep: (s) => steps.push(s) });
+    await stop();
+    expect(steps.filter((s) => s.startsWith('entry '))).toEqual([expect.stringMatching(/^entry agent:rekey-[0-9a-f-]+:direct:c$/), 'entry agent:main:direct:a', 'entry agent:main:direct:c']);
+    // The temporary key is named after the session id, new in every round.
+    const general = (s: string) => s.replace(/rekey-[0-9a-f-]+/, 'rekey-*');
+    for (const step of steps.map(general)) {
+      await before();
+      await expect(start(links('webchat:bob', 'webchat:ann'), { afterStep: (s) => { if (general(s) === step) throw new Error('killed'); } })).rejects.toThrow('killed');
+      await start(links('webchat:bob', 'webchat:ann'));
+      expect([step, await sessions()]).toEqual([step, [['agent:main:direct:a', 'main'], ['agent:main:direct:c', 'main']]]);
+      expect([step, await history('agent:main:direct:c')]).toEqual([step, ['ann one', 'main answers ann one']]);
+      expect([step, await history('agent:main:direct:a')]).toEqual([step, ['bob one', 'main answers bob one']]);
+      expect(readdirSync(data('agents', 'main', 'sessions'))).toHaveLength(2);
+      expect(existsSync(data('archive', 'rekey'))).toBe(false);
+      await stop();
+    }
   });
 
   it('a link handed from one peer to another: the old holder moves out before the new one moves in', async () => {
@@ -127,6 +157,21 @@ describe('re-keying at start', () => {
     expect(await history('agent:main:direct:ann')).toEqual(['ann one', 'main answers ann one']);
     expect(await history('agent:main:direct:pat')).toEqual(['bob one', 'main answers bob one']);
     expect(existsSync(data('archive', 'rekey'))).toBe(false);
+  });
+
+  it('a spawned child follows its parent: its parentKey names the parent\'s new key', async () => {
+    const perPeer = { session: { dmScope: 'per-peer', reset: { mode: 'off' } } };
+    await start(perPeer);
+    await say('ann', 'first words');
+    await stop();
+    const config = configOf(perPeer);
+    const store = await KeyvSessionStore.open(config.store);
+    const parent = (await store.get('agent:main:direct:ann'))!;
+    await store.set({ ...parent, key: 'agent:main:subagent:x1', sessionId: '00000000-0000-4000-8000-0000000000c1', channel: 'internal', parentKey: 'agent:main:direct:ann', spawnDepth: 1 });
+    await store.close();
+    await start({ ...perPeer, bindings: [b('work', { channel: 'webchat' })] });
+    expect(await sessions()).toEqual([['agent:main:subagent:x1', 'main'], ['agent:work:direct:ann', 'work']]);
+    expect(await entry('agent:main:subagent:x1')).toMatchObject({ parentKey: 'agent:work:direct:ann' });
   });
 
   it('a state folder without routing.json (older than bindings) is re-keyed at its first start', async () => {
