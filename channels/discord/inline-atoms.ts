@@ -6,14 +6,18 @@ type Piece =
   /** Kept whole: an escape, a mention, a custom emoji, a timestamp. */
   | { type: 'atom'; raw: string }
   | { type: 'code'; fence: string; content: string }
-  | { type: 'link'; label: string; target: string }
+  /** `target` as written (URL and title); `url` alone. */
+  | { type: 'link'; label: string; target: string; url: string }
   | { type: 'autolink'; url: string }
   | { type: 'delim'; value: string; canOpen: boolean; canClose: boolean; pair?: 'open' | 'close' };
 
 const LINK = /\[((?:[^[\]\\\n]|\\.|\[[^[\]\n]*\])*)\]\((<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)(\s+"[^"\n]*")?\)/y;
 const AUTOLINK = /<(https?:\/\/[^\s<>]+)>/y;
-const MENTION = /<(?:@[!&]?\d+|#\d+|a?:\w+:\d+|t:-?\d+(?::[tTdDfFR])?|\/[\w -]+:\d+|id:\w+)>/y;
+/** Mentions, custom emoji, timestamps, slash commands, guild navigation; bounded, so that one always fits in a message. */
+const MENTION = /<(?:@[!&]?\d{1,20}|#\d{1,20}|a?:\w{1,32}:\d{1,20}|t:-?\d{1,16}(?::[tTdDfFR])?|\/[\w -]{1,100}:\d{1,20}|id:\w{1,40})>/y;
 const BARE_URL = /https?:\/\/[^\s<]+/y;
+/** What ends a sentence or closes markup after a bare URL rather than belonging to it. */
+const URL_TAIL = /[*_~|.,:;!?'"]$/;
 const BACKTICKS = /`+/y;
 const RUN = /\*+|_+|~+|\|+/y;
 
@@ -49,9 +53,8 @@ export function inlineAtoms(paragraph: string, maxUrl: number): MarkupAtom[] {
         atoms.push({ kind: 'close', raw: p.fence, units: p.fence.length });
         break;
       case 'link': {
-        const url = p.target.replace(/^<|>$/g, '');
-        if (url.length > maxUrl) {
-          appendAll(appendAll(atoms, inlineAtoms(p.label, maxUrl)), textAtoms(` (${url})`));
+        if (p.url.length > maxUrl) {
+          appendAll(appendAll(atoms, inlineAtoms(p.label, maxUrl)), textAtoms(` (${p.url})`));
           break;
         }
         const close = `](${p.target})`;
@@ -107,7 +110,7 @@ function lex(s: string): Piece[] {
       i = end + fence.length;
     } else if (ch === '[' && (m = matchAt(LINK, s, i))) {
       flush();
-      pieces.push({ type: 'link', label: m[1]!, target: `${m[2]!}${m[3] ?? ''}` });
+      pieces.push({ type: 'link', label: m[1]!, target: `${m[2]!}${m[3] ?? ''}`, url: m[2]!.replace(/^<|>$/g, '') });
       i += m[0].length;
     } else if (ch === '<' && (m = matchAt(AUTOLINK, s, i))) {
       flush();
@@ -118,8 +121,9 @@ function lex(s: string): Piece[] {
       pieces.push({ type: 'atom', raw: m[0] });
       i += m[0].length;
     } else if (ch === 'h' && !/\w/.test(s[i - 1] ?? '') && (m = matchAt(BARE_URL, s, i))) {
-      text += m[0]; // a bare URL is one word, whatever `_` or `*` it holds
-      i += m[0].length;
+      const url = bareUrl(m[0]);
+      text += url; // a bare URL is one word, whatever `_` or `*` it holds
+      i += url.length;
     } else if (ch === '*' || ch === '_' || ch === '~' || ch === '|') {
       const run = matchAt(RUN, s, i)![0];
       const usable = ch === '*' || ch === '_' ? run.length <= 3 : run.length === 2;
@@ -138,6 +142,16 @@ function lex(s: string): Piece[] {
   }
   flush();
   return pieces;
+}
+
+/** A bare URL without what follows it in the sentence: closing markup (`**`), final punctuation, an unmatched `)`. */
+function bareUrl(match: string): string {
+  let url = match;
+  for (;;) {
+    if (URL_TAIL.test(url)) url = url.slice(0, -1);
+    else if (url.endsWith(')') && url.split('(').length < url.split(')').length) url = url.slice(0, -1);
+    else return url;
+  }
 }
 
 /** Index of the next run of exactly `fence` backticks from `from`, or -1. */
@@ -161,17 +175,62 @@ function delimiter(value: string, before = ' ', after = ' '): Piece {
   return { type: 'delim', value, canOpen: !spaceAfter, canClose: !spaceBefore };
 }
 
-/** Pairs each closing delimiter with the nearest opener of the same kind; openers skipped over stay text. */
+/** A delimiter run being paired: what of it is left, and the parts that closed or opened spans. */
+interface Run {
+  piece: Extract<Piece, { type: 'delim' }>;
+  left: number;
+  /** Closing parts, innermost first. */
+  closes: string[];
+  /** Opening parts, outermost first. */
+  opens: string[];
+}
+
+/**
+ * Pairs delimiters as CommonMark does: a closing run takes the nearest opener of its kind, two
+ * characters at a time where both runs have two (`**`), one otherwise, so `***a** b*` and `**a *b***`
+ * pair fully; openers skipped over stay text. `~~` and `||` pair whole.
+ */
 function pair(pieces: Piece[]): Piece[] {
-  const openers: Extract<Piece, { type: 'delim' }>[] = [];
+  const runs = new Map<Piece, Run>();
+  const openers: Run[] = [];
   for (const p of pieces) {
     if (p.type !== 'delim') continue;
-    const at = p.canClose ? openers.map((o) => o.value).lastIndexOf(p.value) : -1;
-    if (at >= 0) {
-      openers[at]!.pair = 'open';
-      p.pair = 'close';
-      openers.length = at;
-    } else if (p.canOpen) openers.push(p);
+    const run: Run = { piece: p, left: p.value.length, closes: [], opens: [] };
+    runs.set(p, run);
+    const ch = p.value[0]!;
+    const emphasis = ch === '*' || ch === '_';
+    while (p.canClose && run.left > 0) {
+      let at = openers.length - 1;
+      for (; at >= 0; at--) {
+        const o = openers[at]!;
+        if (o.piece.value[0] !== ch) continue;
+        if (!emphasis) break;
+        // The rule of 3: `*a**b*` is not `*a*` + `*b*`.
+        const both = o.piece.canClose || p.canOpen;
+        const sum = o.piece.value.length + p.value.length;
+        if (!both || sum % 3 !== 0 || (o.piece.value.length % 3 === 0 && p.value.length % 3 === 0)) break;
+      }
+      if (at < 0) break;
+      const o = openers[at]!;
+      const use = !emphasis ? run.left : o.left >= 2 && run.left >= 2 ? 2 : 1;
+      o.opens.unshift(ch.repeat(use));
+      o.left -= use;
+      run.closes.push(ch.repeat(use));
+      run.left -= use;
+      openers.length = o.left > 0 ? at + 1 : at;
+    }
+    if (run.left > 0 && p.canOpen) openers.push(run);
   }
-  return pieces;
+  const out: Piece[] = [];
+  for (const p of pieces) {
+    const run = runs.get(p);
+    if (!run) {
+      out.push(p);
+      continue;
+    }
+    for (const value of run.closes) out.push({ ...run.piece, value, pair: 'close' });
+    if (run.left > 0) out.push({ type: 'text', text: run.piece.value.slice(0, run.left) });
+    for (const value of run.opens) out.push({ ...run.piece, value, pair: 'open' });
+  }
+  return out;
 }

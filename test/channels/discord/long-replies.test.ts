@@ -64,4 +64,26 @@ describe('discord long replies through the whole gateway (real discord.js, fake 
       expect([...segmenter.segment(a + chunks[i]!.slice(0, 12))].map((s) => s.index)).toContain(a.length);
     }
   });
+
+  it('an unclosed code block in a quote ends with the quote: the long paragraph after it is split as prose', async () => {
+    const paragraph = words('p', 500);
+    const chunks = await answer(`> \`\`\`\n> code\n${paragraph} END5`, 'END5');
+    expect(chunks[0]!.startsWith('> ```\n> code\n> ```\np0 p1 ')).toBe(true);
+    expect(chunks.length).toBe(2);
+    expect(chunks.join(' ').replace(/^> ```\n> code\n> ```\n/, '').split(/\s+/)).toEqual(`${paragraph} END5`.split(/\s+/));
+  });
+
+  it('a quoted line longer than a message is quoted in every message', async () => {
+    const quoted = words('q', 700);
+    const chunks = await answer(`> ${quoted} END6`, 'END6');
+    expect(chunks.length).toBe(2);
+    for (const chunk of chunks) expect(chunk.startsWith('> q')).toBe(true);
+    expect(chunks.map((c) => c.slice(2)).join(' ').split(/\s+/)).toEqual(`${quoted} END6`.split(/\s+/));
+  });
+
+  it('a mention too long to be one (a 3,000-digit id) is text, split like any word', async () => {
+    const chunks = await answer(`<@${'1'.repeat(3000)}> END7`, 'END7');
+    expect(chunks.length).toBe(2);
+    expect(chunks.join('')).toBe(`<@${'1'.repeat(3000)}> END7`);
+  });
 });

@@ -107,3 +107,33 @@ describe('splitDiscordText: lines, paragraphs and code blocks', () => {
     expect(splitDiscordText(`\`\`\`${'x'.repeat(12)}\nline one\nline two\n\`\`\``, 24)).toEqual([`\`\`\`${'x'.repeat(12)}\n\`\`\``, '```\nline one\n```', '```\nline two\n```']);
   });
 });
+
+describe('splitDiscordText: quotes, list items and inline markup', () => {
+  it.each([
+    ['an unclosed block in a quote is closed where the quote ends; the next line is prose', `> \`\`\`\n> code\n${'prose '.repeat(8)}end`, 40, ['> ```\n> code\n> ```\nprose prose prose', 'prose prose prose prose prose end']],
+    ['a closing line padded with spaces is closed with the fence alone', `\`\`\`\ncode\n\`\`\`${' '.repeat(30)}\nafter`, 14, ['```\ncode\n```', 'after']],
+    ['a quoted line cut at a space keeps its marker in the next message', '> aaaa bbbb cccc dddd', 12, ['> aaaa bbbb', '> cccc dddd']],
+    ['a quoted line cut hard keeps its marker in the next message', `> ${'x'.repeat(14)}`, 10, ['> xxxxxxxx', '> xxxxxx']],
+    ['a blank quoted line at a cut is dropped at both edges', '> aaaa\n>\n> bbbb', 8, ['> aaaa', '> bbbb']],
+    ['quoted code lines are quoted after every cut', '> ```\n> aaaa\n> bbbb\n> ```', 18, ['> ```\n> aaaa\n> ```', '> ```\n> bbbb\n> ```']],
+    ['a long quoted code line is cut inside the quote', `> \`\`\`\n> ${'y'.repeat(12)}\n> \`\`\``, 20, ['> ```\n> yyyyyy\n> ```', '> ```\n> yyyyyy\n> ```']],
+    ['a block opened on a list marker line is closed and reopened without the marker', '1. ```sh\n   aaaaaaaaaa\n   bbbbbbbbbb\n   ```', 38, ['1. ```sh\n   aaaaaaaaaa\n   ```', '   ```sh\n   bbbbbbbbbb\n   ```']],
+    ['a bare URL leaves the closing ** and the full stop outside', '**Source: the https://x.com**. More', 24, ['**Source: the**', '**https://x.com**. More']],
+    ['a bare URL keeps its own balanced parentheses', 'See https://w.org/A_(b) now ok', 26, ['See https://w.org/A_(b)', 'now ok']],
+    ['**a *b*** pairs: both spans close and reopen', '**aaa *bbb ccc***', 12, ['**aaa**', '***bbb***', '***ccc***']],
+    ['***a** b* pairs: both spans close and reopen', '***aaa bbb** ccc*', 12, ['***aaa***', '***bbb***', '*ccc*']],
+    ['a long link with a title falls back to its text and URL, without the title', `[t](https://e.x/${'a'.repeat(20)} "Title") end`, 40, [`t (https://e.x/${'a'.repeat(20)}) end`]],
+  ])('%s', (_name, text, limit, expected) => {
+    expect(splitDiscordText(text, limit)).toEqual(expected);
+  });
+
+  it('a mention, emoji or command too long to be one is text, which a split may cut', () => {
+    for (const text of [`<@${'1'.repeat(3000)}>`, `</${'a'.repeat(3000)}:1>`, `<:${'e'.repeat(3000)}:1>`]) {
+      const chunks = splitDiscordText(text);
+      expect(chunks.length).toBe(2);
+      for (const chunk of chunks) expect(chunk.length).toBeLessThanOrEqual(2000);
+    }
+    expect(splitDiscordText(`<@${'1'.repeat(20)}> ${'w '.repeat(20)}`, 30)[0]).toBe(`<@${'1'.repeat(20)}> w w w`);
+  });
+});
+

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { renderMrkdwn, renderSlackChunks, SLACK_TEXT_LIMIT } from '../../../channels/slack/render.ts';
-import { cutsCluster, limitFor, LONE_SURROGATE, markdownCase, missingFragment, fcParameters, unbalancedDelimiter, unquotedLine } from '../markdown-arbitrary.ts';
+import { cutsCluster, limitFor, LONE_SURROGATE, markdownCase, missingFragment, fcParameters, PROPERTY_TIMEOUT_MS, unbalancedDelimiter, unquotedLine } from '../markdown-arbitrary.ts';
 
 /** Markup problems of one mrkdwn message: unclosed code blocks, broken links, unpaired emphasis. */
 function markupError(message: string): string | undefined {
@@ -45,5 +45,5 @@ describe('Slack rendering, property-based (fast-check)', () => {
       expect(missingFragment(shown.join('\n'), fragments)).toBeUndefined();
       expect(squeeze(shown.join(''))).toBe(squeeze(visible(renderMrkdwn(markdown, limit))));
     }), fcParameters(2000));
-  });
+  }, PROPERTY_TIMEOUT_MS);
 });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { markdownToTelegramHtml } from '../../../channels/telegram/render.ts';
 import { splitHtml, TELEGRAM_TEXT_LIMIT } from '../../../channels/telegram/split-html.ts';
 import { parseTelegramHtml } from '../../fakes/fake-telegram.ts';
-import { cutsCluster, limitFor, LONE_SURROGATE, markdownCase, missingFragment, fcParameters } from '../markdown-arbitrary.ts';
+import { cutsCluster, limitFor, LONE_SURROGATE, markdownCase, missingFragment, fcParameters, PROPERTY_TIMEOUT_MS } from '../markdown-arbitrary.ts';
 
 /** The text Telegram shows for one message; fails when Telegram would refuse the HTML. */
 function visible(html: string): string {
@@ -32,5 +32,5 @@ describe('Telegram rendering, property-based (fast-check)', () => {
       expect(missingFragment(texts.join('\n'), fragments)).toBeUndefined();
       expect(squeeze(texts.join(''))).toBe(squeeze(visible(html)));
     }), fcParameters(2000));
-  });
+  }, PROPERTY_TIMEOUT_MS);
 });
