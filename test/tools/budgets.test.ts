@@ -113,6 +113,20 @@ describe('budgets and rate limits', () => {
     expect((await entry(key)).compactionCount).toBe(0);
   });
 
+  it('a threshold compaction refused by the budget refuses the turn with the budget line, counted once, nothing sent', async () => {
+    fake.fallback = () => ({ content: 'fine', usage: { prompt_tokens: 150, completion_tokens: 10 } });
+    // A 200-token window: every turn is over the compaction threshold, so turn two compacts first.
+    await start({
+      providers: { default: { baseUrl: fake.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0, contextWindow: 200 } },
+      session: { tokenBudget: 300 }, agents: { defaults: { tools: { preset: 'none' }, compaction: { keepRecentTokens: 1 } } },
+    });
+    expect(await reply('alice', 'one')).toBe('fine');
+    expect(await reply('alice', 'two')).toMatch(/^This conversation has used 160 of its 300-token budget, .*\(session\.tokenBudget\)\.$/);
+    expect(fake.requests).toHaveLength(1);
+    expect(await metric('switchboard_refusals_total{reason="session_budget"}')).toBe(1);
+    expect(await entry('agent:main:direct:alice')).toMatchObject({ runState: 'budget-limited', compactionCount: 0 });
+  });
+
   it('3 per minute, burst 3: the web chat and the OpenAI API answer 429 with Retry-After; the bucket refills with the clock', async () => {
     fake.fallback = () => ({ content: 'ok', usage: null });
     await start({ limits: { perSender: { perMinute: 3, burst: 3 } }, agents: { defaults: { tools: { preset: 'none' } } } });
