@@ -186,7 +186,8 @@ export class Gateway {
       if (!(await this.seen(message, deduped, 'skipped'))) return this.duplicate(message, correlationId, logger);
       this.stats.skipped++;
       const item = { name: message.sender.name ?? message.sender.username ?? message.sender.id, text: message.text, at: message.receivedAt };
-      if (message.text.trim()) await (this.options.sharedGroupContext?.add(sessionKey, item) ?? this.groupContext.add(sessionKey, item));
+      // An oversized message is not kept either: as context it would reach the model past the size limit.
+      if (message.text.trim() && !oversizeOf(this.options.config, message)) await (this.options.sharedGroupContext?.add(sessionKey, item) ?? this.groupContext.add(sessionKey, item));
       return { status: 'skipped', sessionKey, correlationId, done: done() };
     }
     const immediate = !message.internal && this.options.runtime.isImmediate(message.text);

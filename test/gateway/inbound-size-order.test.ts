@@ -47,7 +47,7 @@ describe('the inbound size limit comes after policy, dedupe and the rate limit',
     expect(channel.texts()[0]).toMatch(/[A-Z0-9]{8}/);
   });
 
-  it('an oversized group message that does not address the bot is kept as context, not answered', async () => {
+  it('an oversized group message that does not address the bot is neither answered nor kept as context', async () => {
     const channel = await start({ dmPolicy: 'open', groupPolicy: 'open' });
     const group = { chatType: 'group' as const, chatId: 'g1', groupId: 'g1', peerId: '5' };
     expect((await channel.inject(big, group)).status).toBe('skipped');
@@ -55,6 +55,13 @@ describe('the inbound size limit comes after policy, dedupe and the rate limit',
     await addressed.done;
     expect(channel.texts()).toHaveLength(1);
     expect(tooLong(channel.texts())).toEqual([]);
+    // Nor does it reach the model as group context, past the limit.
+    const key = encodeURIComponent(addressed.sessionKey!);
+    const history = (await (await fetch(`${gw!.url}/admin/sessions/${key}/history`)).json()) as { entries: { role?: string; content?: string }[] };
+    const user = history.entries.filter((e) => e.role === 'user').map((e) => e.content ?? '');
+    expect(user).toHaveLength(1);
+    expect(user[0]).toContain('@bot hi');
+    expect(user[0]).not.toContain('www');
   });
 
   it('a redelivery of an oversized message is answered once', async () => {
