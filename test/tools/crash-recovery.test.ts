@@ -72,6 +72,50 @@ describe('background runs across SIGKILL', () => {
     expect((await entryOf(url, key)).runState).toBe('idle');
   }, 60_000);
 
+  it('five goal runs killed mid-batch resume at the next start staggered, never more than maxConcurrentBackgroundTurns (2) at once, and all complete', async () => {
+    configure({ agents: { defaults: { maxConcurrent: 8 } }, backgroundExecution: { enabled: true, maxConcurrentBackgroundTurns: 2 } });
+    holdAfterOneTool();
+    const first = startProcess(tmp.dir);
+    procs.push(first);
+    let url = await first.url;
+    const users = ['u1', 'u2', 'u3', 'u4', 'u5'];
+    const post = (user: string, text: string) => fetch(`${url}/webchat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user, text }) });
+    for (const u of users) await post(u, '/goal finish the work');
+    for (const u of users) void post(u, 'work').catch(() => undefined);
+    await until(() => fake.requests.length === 10 || undefined, 'every run to hold its second call');
+    for (const u of users) await until(async () => (await historyOf(url, `agent:main:direct:${u}`)).some((e) => e.role === 'tool'), `${u}'s tool result`);
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    let inFlight = 0;
+    let most = 0;
+    const startedAt: number[] = [];
+    fake.fallback = async (r) => {
+      if (!lastUser(r).startsWith('[background_auto_resume]')) return { content: 'unexpected' };
+      startedAt.push(Date.now());
+      inFlight++;
+      most = Math.max(most, inFlight);
+      // Simulated model latency: long enough that a third resume would overlap two running ones without the limit.
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      inFlight--;
+      return { content: 'work finished' };
+    };
+    const second = startProcess(tmp.dir);
+    procs.push(second);
+    url = await second.url;
+    for (const u of users) await until(async () => (await entryOf(url, `agent:main:direct:${u}`)).runState === 'completed', `${u} to complete`);
+    expect(startedAt).toHaveLength(5);
+    expect(most).toBe(2);
+    // Staggered: the resumes are queued RESUME_STAGGER_MS (250 ms) apart, so the first two (with two permits free)
+    // do not start together (turn start = the log line's time less its duration).
+    const starts = second.lines.flatMap((l) => { try { return [JSON.parse(l) as { channel?: string; msg?: string; time: string; durationMs?: number }]; } catch { return []; } })
+      .filter((l) => l.channel === 'internal' && l.msg?.startsWith('turn replied'))
+      .map((l) => Date.parse(l.time) - l.durationMs!).sort((x, y) => x - y);
+    expect(starts).toHaveLength(5);
+    expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(200);
+    expect(await (await fetch(`${url}/admin/runs`)).json()).toEqual({ runs: [] });
+  }, 90_000);
+
   it('a Telegram goal run killed in its first batch answers once after the restart (the resume and the replayed message do not both run it)', async () => {
     telegram = await startFakeTelegram();
     const env = { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot };
