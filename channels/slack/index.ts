@@ -7,7 +7,7 @@ import { runWithLogContext } from '../../src/core/log-context.ts';
 import type { Logger } from '../../src/core/logger.ts';
 import { outboundText, type DeliveryTarget, type OutboundMessage } from '../../src/core/message.ts';
 import type { ChannelFactoryContext } from '../types.ts';
-import { checkBotToken, describeSlackError } from './auth.ts';
+import { checkBotToken, describeSlackError, isSlackAuthError } from './auth.ts';
 import { boltLogger } from './bolt-logger.ts';
 import { BoundedMap } from './bounded-map.ts';
 import { DELIVERY_PROPERTY, SlackHttpReceiver, type DeliveryOutcome, type ReceiverTimers } from './http-receiver.ts';
@@ -55,6 +55,8 @@ class SlackChannel implements ChannelAdapter {
   readonly accountId: string;
   status: ChannelStatus = 'stopped';
   statusDetail?: string;
+  /** The error of the last failure, with its code (the supervisor gives up on a definite one). */
+  lastFailure?: ChannelError;
   private readonly options: SlackChannelOptions;
   private readonly account: SlackAccountConfig;
   private readonly logger: Logger;
@@ -92,6 +94,7 @@ class SlackChannel implements ChannelAdapter {
   async start(sink: InboundSink): Promise<void> {
     this.status = 'starting';
     this.statusDetail = undefined;
+    this.lastFailure = undefined;
     this.checkConfig();
     const timeoutMs = this.options.startTimeoutMs ?? 10_000;
     let bot: SlackBotIdentity;
@@ -108,7 +111,9 @@ class SlackChannel implements ChannelAdapter {
       await this.socket?.stop().catch(() => undefined);
       this.app = undefined;
       const detail = error === TIMEOUT ? `no connection within ${timeoutMs / 1000} s` : describeSlackError(error);
-      return this.fail(new ChannelError('SLACK_SOCKET_FAILED', `Slack account "${this.accountId}": Socket Mode did not connect (${detail}); check SLACK_APP_TOKEN and that Socket Mode is on for the app.`, error));
+      // apps.connections.open refusing the app token is definite (SLACK_AUTH_FAILED: not retried); anything else may pass.
+      const code = isSlackAuthError(error) ? 'SLACK_AUTH_FAILED' : 'SLACK_SOCKET_FAILED';
+      return this.fail(new ChannelError(code, `Slack account "${this.accountId}": Socket Mode did not connect (${detail}); check SLACK_APP_TOKEN and that Socket Mode is on for the app.`, error));
     }
     this.status = 'running';
     this.logger.info({ mode: this.account.mode, botUserId: bot.userId, teamId: bot.teamId }, 'slack: connected');
@@ -165,6 +170,7 @@ class SlackChannel implements ChannelAdapter {
   private fail(error: ChannelError): never {
     this.status = 'failed';
     this.statusDetail = error.message;
+    this.lastFailure = error;
     throw error;
   }
 

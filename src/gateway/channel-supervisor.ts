@@ -221,8 +221,10 @@ export class ChannelSupervisor {
     for (const entry of this.entries) {
       if (this.stopping || entry.health.state !== 'connected' || entry.adapter.status !== 'failed') continue;
       const detail = entry.adapter.statusDetail ?? 'the channel reported a failure';
+      // The adapter's own error keeps its code: a token revoked while running gives up instead of retrying forever.
+      const failure = (entry.adapter as ChannelAdapter & { readonly lastFailure?: unknown }).lastFailure;
       await entry.adapter.stop().catch(() => undefined);
-      this.failed(entry, new Error(detail), 'stopped');
+      this.failed(entry, failure instanceof Error ? failure : new Error(detail), 'stopped');
     }
   }
 }

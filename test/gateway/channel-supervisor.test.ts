@@ -104,6 +104,26 @@ describe('ChannelSupervisor', () => {
     await supervisor.stop();
   });
 
+  it('gives up on a channel that fails after it connected because its token was revoked (the adapter\'s code is kept)', async () => {
+    const timers = new ManualTimers();
+    const adapter = Object.assign(scriptedAdapter([]), { lastFailure: undefined as Error | undefined });
+    const { logger, lines } = capture();
+    const supervisor = new ChannelSupervisor({ adapters: [adapter], sink: async () => { throw new Error('unused'); }, logger, clock: new ManualClock(0), timers, random: () => 0.5, watchMs: 5000 });
+    supervisor.start();
+    await supervisor.firstAttempts();
+    adapter.status = 'failed';
+    adapter.statusDetail = 'Slack account "default": Socket Mode did not connect (token_revoked); check SLACK_APP_TOKEN';
+    adapter.lastFailure = new ChannelError('SLACK_AUTH_FAILED', adapter.statusDetail);
+    timers.advance(5000);
+    await tick();
+    for (let i = 0; i < 5; i++) timers.advance(600_000);
+    await tick();
+    expect(adapter.starts).toBe(1);
+    expect(supervisor.health()[0]).toMatchObject({ state: 'gave-up', lastErrorCode: 'SLACK_AUTH_FAILED' });
+    expect(lines.filter((l) => l.level >= 40).map((l) => l.msg)).toEqual(['channel telegram/default stopped: Slack account "default": Socket Mode did not connect (token_revoked); check SLACK_APP_TOKEN']);
+    await supervisor.stop();
+  });
+
   it('restarts a channel that fails after it connected', async () => {
     const timers = new ManualTimers();
     const adapter = scriptedAdapter([]);
