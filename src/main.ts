@@ -28,7 +28,7 @@ import { mountWebchatRoutes } from './http/webchat-routes.ts';
 import { mountPairingRoutes } from './http/pairing-routes.ts';
 import { mountRunRoutes } from './http/run-routes.ts';
 import { resumeInterruptedRuns } from './gateway/resume.ts';
-import { applyRekey, planRekey, routingFingerprint, type RekeyDeps } from './gateway/rekey.ts';
+import { applyRekey, formerKeysOf, planRekey, routingFingerprint, type RekeyDeps } from './gateway/rekey.ts';
 import { createToolRegistry } from './tools/index.ts';
 import { McpHub } from './tools/mcp/mcp-hub.ts';
 import type { TimeoutHandle } from './tools/registry.ts';
@@ -300,7 +300,10 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       mountPairingRoutes(pairingAdmin(pairing, config), logger),
       mountReadyRoute(ready),
       mountRunRoutes({ runs: () => allSessions(store, sessions), lanes: gateway.lanes, stop: (key) => runtime.stopByKey(key) }),
-      mountStatusRoutes({ accounting, status, sessionEntry: (key) => sessions.get(key) }),
+      mountStatusRoutes({
+        accounting, status, sessionEntry: (key) => sessions.get(key),
+        ...(transcripts instanceof AgentTranscriptStores ? { formerKeys: (entry: { sessionId: string }) => formerKeysOf(transcripts.pathOf(entry.sessionId)) } : {}),
+      }),
       mountDashboard({ auth: dashboardAuth, live }),
     ],
   });

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResolvedConfig } from '../config/resolved.ts';
 import type { Logger } from '../core/logger.ts';
@@ -234,6 +234,27 @@ async function archiveEntry(entry: SessionEntry, deps: RekeyDeps): Promise<void>
   if (existsSync(transcript)) {
     deps.transcripts.forget(entry.sessionId);
     await rename(transcript, `${transcript}.merged.${archiveStamp(new Date(deps.now))}`);
+  }
+}
+
+/** The keys a moved transcript had before (its header's `formerKeys`); none when it never moved or is not there. */
+export async function formerKeysOf(file: string): Promise<string[]> {
+  let handle;
+  try {
+    handle = await open(file, 'r');
+  } catch {
+    return [];
+  }
+  try {
+    const buffer = Buffer.alloc(64 * 1024);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    const first = buffer.subarray(0, bytesRead).toString('utf8').split('\n')[0] ?? '';
+    const header = JSON.parse(first) as { type?: string; formerKeys?: unknown };
+    return header.type === 'session' && Array.isArray(header.formerKeys) ? header.formerKeys.filter((k): k is string => typeof k === 'string') : [];
+  } catch {
+    return [];
+  } finally {
+    await handle.close();
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Accounting } from '../accounting/accounting.ts';
+import type { LedgerRecord } from '../accounting/ledger-record.ts';
 import type { StatusReport } from '../accounting/status-report.ts';
 import { BadRequestError, NotFoundError } from '../core/errors.ts';
 import { parseSessionKey } from '../routing/session-key.ts';
@@ -11,6 +12,8 @@ export interface StatusRouteDeps {
   status(): Promise<StatusReport>;
   /** The live or stored entry of a key. */
   sessionEntry(key: string): Promise<SessionEntry | undefined>;
+  /** Keys the entry's conversation had before re-keying moved it (SPEC §12): its ledger records are filed under them. */
+  formerKeys?(entry: SessionEntry): Promise<string[]>;
 }
 
 function limitParam(value: string | undefined, fallback: number, max: number): number {
@@ -48,9 +51,21 @@ export function mountStatusRoutes(deps: StatusRouteDeps): (app: HttpApp) => void
       }
       const limit = limitParam(c.req.query('limit'), 100, 1000);
       const entry = await deps.sessionEntry(key);
-      const turns = await accounting.timeline(key, limit);
+      const turns = await timelineOf(deps, key, entry, limit);
       if (!entry && turns.length === 0) throw new NotFoundError(`No session ${key}.`, 'session_not_found');
       return c.json({ sessionKey: key, sessionId: entry?.sessionId ?? turns[turns.length - 1]?.sessionId, turns });
     });
   };
+}
+
+/**
+ * The key's records, oldest first. A conversation re-keying moved also has records under its former keys, and
+ * its key may hold another conversation's older records: then the records are those of its session id.
+ */
+async function timelineOf(deps: StatusRouteDeps, key: string, entry: SessionEntry | undefined, limit: number): Promise<LedgerRecord[]> {
+  const turns = await deps.accounting.timeline(key, limit);
+  const former = entry && deps.formerKeys ? await deps.formerKeys(entry) : [];
+  if (!entry || !former.length) return turns;
+  const earlier = await Promise.all([...new Set(former)].filter((k) => k !== key).map((k) => deps.accounting.timeline(k, limit)));
+  return [...earlier.flat(), ...turns].filter((r) => r.sessionId === entry.sessionId).sort((a, b) => a.timestamp.localeCompare(b.timestamp)).slice(-limit);
 }

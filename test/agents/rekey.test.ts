@@ -112,6 +112,12 @@ describe('re-keying at start', () => {
     expect(await history('agent:main:direct:c')).toEqual(['ann one', 'main answers ann one', 'ann two', 'main answers ann two']);
     expect(await history('agent:main:direct:a')).toEqual(['bob one', 'main answers bob one']);
     expect(header('main', ann)).toMatchObject({ key: 'agent:main:direct:c', formerKeys: ['agent:main:direct:a'] });
+    // The timeline keeps the turns from before the move (the ledger filed them under the former key).
+    const timeline = (await (await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent('agent:main:direct:c')}/timeline`)).json()) as { sessionId: string; turns: { sessionKey: string; sessionId: string }[] };
+    expect(timeline.sessionId).toBe(ann);
+    expect(timeline.turns.map((t) => [t.sessionKey, t.sessionId])).toEqual([['agent:main:direct:a', ann], ['agent:main:direct:c', ann]]);
+    const bobs = (await (await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent('agent:main:direct:a')}/timeline`)).json()) as { turns: { sessionKey: string; sessionId: string }[] };
+    expect(bobs.turns.map((t) => [t.sessionKey, t.sessionId])).toEqual([['agent:main:direct:c', bob]]);
     expect(existsSync(data('archive', 'rekey'))).toBe(false);
   });
 
