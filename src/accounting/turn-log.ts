@@ -1,5 +1,6 @@
 import type { TurnObserver } from '../agent/turn-events.ts';
 import type { Logger } from '../core/logger.ts';
+import { plural } from '../core/plural.ts';
 
 /**
  * One `info` line per turn, for operators: correlation id, channel, session key, duration, tokens and
@@ -14,7 +15,7 @@ export function turnLogObserver(logger: Logger): TurnObserver {
         correlationId: event.correlationId, channel: event.channel, sessionKey: event.sessionKey, sessionId: event.sessionId,
         durationMs: event.durationMs, outcome: event.outcome,
         tokens: { input: u.inputTokens, output: u.outputTokens, cacheRead: u.cacheReadTokens, cacheWrite: u.cacheWriteTokens, total },
-      }, `turn ${event.outcome} in ${event.durationMs} ms, ${total} tokens`);
+      }, `turn ${event.outcome} in ${event.durationMs} ms, ${plural(total, 'token')}`);
     },
   };
 }

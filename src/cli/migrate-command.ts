@@ -5,6 +5,7 @@ import { isClusterStore, openClusterDatabase, redactUri } from '../cluster/pg-da
 import { emptyCounts, importInbox, importKeyv, importLedger, importTranscripts, type ImportCounts } from '../cluster/state-import.ts';
 import type { ResolvedConfig } from '../config/resolved.ts';
 import { SwitchboardError } from '../core/errors.ts';
+import { plural } from '../core/plural.ts';
 import { silentLogger, type Logger } from '../core/logger.ts';
 import type { InboundMessage } from '../core/message.ts';
 import { StateLock } from '../core/state-lock.ts';
@@ -69,14 +70,14 @@ export function formatCounts(counts: ImportCounts, to: string): string {
     `Copied into ${redactUri(to)}:`,
     `  session entries       ${counts.entries}`,
     `  pairing records       ${counts.pairing}`,
-    `  transcripts           ${counts.transcripts} (${counts.archivedTranscripts} archived), ${counts.transcriptEntries} entries`,
+    `  transcripts           ${counts.transcripts} (${counts.archivedTranscripts} archived), ${plural(counts.transcriptEntries, 'entry', 'entries')}`,
     `  ledger records        ${counts.ledgerRecords}`,
     `  pending messages      ${counts.pendingMessages}`,
     `  delivery ids          ${counts.deliveryIds}`,
   ];
-  if (counts.skippedLines) lines.push(`  skipped ${counts.skippedLines} unreadable line(s) (a torn last line after a crash?)`);
-  if (counts.skippedTranscripts) lines.push(`  skipped ${counts.skippedTranscripts} transcript(s) with no header and no session entry naming their key`);
-  if (counts.skippedMessages) lines.push(`  skipped ${counts.skippedMessages} pending message(s) whose session key cannot be built`);
+  if (counts.skippedLines) lines.push(`  skipped ${plural(counts.skippedLines, 'unreadable line')} (a torn last line after a crash?)`);
+  if (counts.skippedTranscripts) lines.push(`  skipped ${plural(counts.skippedTranscripts, 'transcript')} with no header and no session entry naming ${counts.skippedTranscripts === 1 ? 'its' : 'their'} key`);
+  if (counts.skippedMessages) lines.push(`  skipped ${plural(counts.skippedMessages, 'pending message')} whose session key cannot be built`);
   lines.push('Anything already in the cluster database was left as it is; running this again copies only what is new.');
   return `${lines.join('\n')}\n`;
 }
