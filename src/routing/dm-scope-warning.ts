@@ -40,12 +40,14 @@ export function mainScopePeers(config: Pick<ResolvedConfig, 'channels' | 'sessio
  * The warning of `doctor`, the start-up log and `pairing approve` when `dmScope` is `main` and a second
  * distinct person can reach the bot in a DM: they would all share one conversation.
  */
-export function dmScopeWarning(config: Pick<ResolvedConfig, 'channels' | 'session'>, paired: readonly PairedPeer[]): string | undefined {
+export function dmScopeWarning(config: Pick<ResolvedConfig, 'channels' | 'session'> & { agents?: readonly { id: string }[] }, paired: readonly PairedPeer[]): string | undefined {
   if (config.session.dmScope !== 'main') return undefined;
   const { peers, openTo } = mainScopePeers(config, paired);
   if (openTo.length === 0 && peers.length < 2) return undefined;
   const who = openTo.length
     ? `direct messages on ${openTo.join(' and ')} are open to anyone`
     : `${peers.length} different people can write to the bot directly (${peers.slice(0, 5).join(', ')}${peers.length > 5 ? ', …' : ''})`;
-  return `session.dmScope is "main" and ${who}: all of them share ONE conversation (agent:main:main) and see each other's context. Set session.dmScope to "per-peer" (or "per-channel-peer") to give each person their own.`;
+  // DMs without a binding go to the first agent, so that agent's main session is the shared one.
+  const key = `agent:${config.agents?.[0]?.id ?? 'main'}:main`;
+  return `session.dmScope is "main" and ${who}: all of them share ONE conversation (${key}) and see each other's context. Set session.dmScope to "per-peer" (or "per-channel-peer") to give each person their own.`;
 }
