@@ -4,7 +4,8 @@ import type { DeliveryTarget, OutboundMessage } from '../../src/core/message.ts'
 import { splitMarkup, textAtoms } from '../../src/core/text-split.ts';
 import { telegramMessageId } from './normalize.ts';
 import { renderOutbound } from './render.ts';
-import { htmlToPlainText, splitHtml, TELEGRAM_TEXT_LIMIT } from './split-html.ts';
+import { plural } from '../../src/core/plural.ts';
+import { htmlToReadableText, splitHtml, TELEGRAM_TEXT_LIMIT } from './split-html.ts';
 
 /** True for Telegram's "Bad Request" answers, which are about the message sent (too long, unreadable, ...). */
 function isBadRequest(error: unknown): error is GrammyError {
@@ -14,6 +15,11 @@ function isBadRequest(error: unknown): error is GrammyError {
 /** True for Telegram's answer to HTML it cannot read ("Bad Request: can't parse entities: ..."). */
 export function isParseError(error: unknown): boolean {
   return error instanceof GrammyError && error.error_code === 400 && /can't parse entities|unsupported start tag|can't find end tag/i.test(error.description);
+}
+
+/** True for a refusal about the message's size or its entities ("message is too long", "too many entities"). */
+function isSizeError(error: GrammyError): boolean {
+  return /too long|entit/i.test(error.description);
 }
 
 /** Telegram chat ids are numbers (at most 52 bits); anything else (a `@channelusername`) passes as is. */
@@ -51,7 +57,7 @@ export async function deliverMessage(api: Api, target: DeliveryTarget, message: 
     replyTo = undefined;
   };
   const sendPlain = async (html: string) => {
-    for (const text of splitMarkup(textAtoms(htmlToPlainText(html)), TELEGRAM_TEXT_LIMIT)) {
+    for (const text of splitMarkup(textAtoms(htmlToReadableText(html)), TELEGRAM_TEXT_LIMIT)) {
       try {
         await send(text, false);
       } catch (error) {
@@ -65,8 +71,10 @@ export async function deliverMessage(api: Api, target: DeliveryTarget, message: 
       return await send(html, true);
     } catch (error) {
       if (!isBadRequest(error)) throw error;
-      // Splitting cannot mend markup Telegram cannot read; and once plain text fails too, the chat itself refuses.
-      if (!isParseError(error) && failures.length === 0) {
+      // Splitting cannot mend markup Telegram cannot read. Any other refusal of a whole message is tried
+      // once in smaller parts; a part is split further only when it is refused for its size or its
+      // entities, so that a refusal of the chat itself ("not enough rights") costs a few sends, not hundreds.
+      if (!isParseError(error) && (limit === TELEGRAM_TEXT_LIMIT || isSizeError(error))) {
         for (let smaller = limit / 2; smaller >= SMALLEST_RESPLIT; smaller /= 2) {
           const parts = splitHtml(html, smaller);
           if (parts.length < 2) continue;
@@ -81,7 +89,7 @@ export async function deliverMessage(api: Api, target: DeliveryTarget, message: 
   for (const html of renderOutbound(message)) await sendHtml(html, TELEGRAM_TEXT_LIMIT);
   if (failures.length) {
     const reasons = [...new Set(failures.map((f) => f.description))].join('; ');
-    throw new ChannelError('TELEGRAM_SEND_FAILED', `Telegram refused ${failures.length} part(s) of a reply to ${target.chatId} even as plain text (${reasons}).`, failures[0]);
+    throw new ChannelError('TELEGRAM_SEND_FAILED', `Telegram refused ${plural(failures.length, 'part')} of a reply to ${target.chatId} even as plain text (${reasons}).`, failures[0]);
   }
 }
 

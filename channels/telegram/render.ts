@@ -143,8 +143,8 @@ class BlockWriter {
 
 function renderInline(tokens: readonly Token[], maxUrl: number): string {
   let out = '';
-  /** Per open link: the markup that ends it. */
-  const links: string[] = [];
+  /** Per open link: the markup that ends it, where its text starts, and the URL to show when it has no text. */
+  const links: { end: string; start: number; href: string }[] = [];
   for (const token of tokens) {
     switch (token.type) {
       case 'text':
@@ -169,13 +169,21 @@ function renderInline(tokens: readonly Token[], maxUrl: number): string {
         // A URL this long would leave little room for text in every message the link is split across.
         const long = usable && href.length > maxUrl;
         const bare = token.markup === 'linkify' || token.markup === 'autolink';
-        links.push(!usable ? '' : long ? (bare ? '' : ` (${escapeHtml(href)})`) : '</a>');
         if (usable && !long) out += `<a href="${escapeAttribute(href)}">`;
+        links.push({ end: !usable ? '' : long ? (bare ? '' : ` (${escapeHtml(href)})`) : '</a>', start: out.length, href });
         break;
       }
-      case 'link_close':
-        out += links.pop() ?? '';
+      case 'link_close': {
+        const link = links.pop();
+        if (!link) break;
+        // `[](https://x)`: an empty link would be dropped, and its URL with it.
+        if (!out.slice(link.start).trim()) {
+          out += escapeHtml(link.href);
+          if (link.end !== '</a>') break; // the URL is the text already
+        }
+        out += link.end;
         break;
+      }
       case 'image':
         out += escapeHtml(token.content || String(token.attrGet('alt') ?? ''));
         break;

@@ -19,7 +19,15 @@ function escapeText(grapheme: string): string {
  * when it alone is longer than a message, and then between grapheme clusters. Pure.
  */
 export function splitHtml(html: string, limit = TELEGRAM_TEXT_LIMIT): string[] {
-  return splitMarkup(htmlAtoms(html), limit);
+  return splitMarkup(htmlAtoms(html, limit / 2), limit);
+}
+
+/** Text of Telegram HTML as the user would see it, a link's URL kept after its text: `docs (https://…)`. Pure. */
+export function htmlToReadableText(html: string): string {
+  return htmlToPlainText(html.replace(/<a\s[^>]*?href="([^"]*)"[^>]*>([\s\S]*?)<\/a>/gi, (_m, href: string, label: string) => {
+    const shown = htmlToPlainText(label).trim();
+    return !shown || shown === htmlToPlainText(href) ? href : `${label} (${href})`;
+  }));
 }
 
 /** Text of Telegram HTML as the user would see it: tags dropped, entities decoded. Pure. */
@@ -35,32 +43,49 @@ export function htmlToPlainText(html: string): string {
   });
 }
 
+/** A tag open while reading: its name, and for a link written as text, the ` (URL)` that follows its text. */
+interface OpenTag {
+  name: string;
+  suffix?: string;
+}
+
 /**
  * Tags become open/close atoms (a link's open tag counts its URL), text becomes one atom per grapheme
- * cluster, re-escaped. Tags closed out of order are closed with the tags inside them; stray closing tags
- * are dropped.
+ * cluster, re-escaped. A link whose URL is longer than `maxHref` (it would leave too little room in
+ * each message) becomes its text followed by the URL in parentheses. Tags closed out of order are closed
+ * with the tags inside them; stray closing tags are dropped.
  */
-function htmlAtoms(html: string): MarkupAtom[] {
+function htmlAtoms(html: string, maxHref: number): MarkupAtom[] {
   const atoms: MarkupAtom[] = [];
-  const open: string[] = [];
+  const open: OpenTag[] = [];
+  const inside = (name: string) => open.some((t) => t.name === name);
   for (const [piece] of html.matchAll(/<[^>]*>?|[^<]+/g)) {
     const tag = /^<(\/?)([a-zA-Z][\w-]*)/.exec(piece);
     if (!tag) {
-      const pre = open.includes('pre');
-      const code = pre || open.includes('code');
+      const pre = inside('pre');
+      const code = pre || inside('code');
       appendAll(atoms, textAtoms(htmlToPlainText(piece), { escape: escapeText, count: 'text', code, codeSpaceBreaks: !pre }));
       continue;
     }
     const name = tag[2]!.toLowerCase();
     if (!tag[1]) {
       const href = name === 'a' ? htmlToPlainText(/\shref="([^"]*)"/i.exec(piece)?.[1] ?? '') : '';
+      if (href.length > maxHref) {
+        open.push({ name, suffix: ` (${href})` });
+        continue;
+      }
       atoms.push({ kind: 'open', raw: piece, units: href.length, close: `</${name}>`, closeUnits: 0, block: name === 'pre' });
-      open.push(name);
+      open.push({ name });
       continue;
     }
-    const at = open.lastIndexOf(name);
+    let at = open.length - 1;
+    while (at >= 0 && open[at]!.name !== name) at--;
     if (at < 0) continue;
-    while (open.length > at) atoms.push({ kind: 'close', raw: `</${open.pop()}>`, units: 0 });
+    while (open.length > at) {
+      const t = open.pop()!;
+      if (t.suffix === undefined) atoms.push({ kind: 'close', raw: `</${t.name}>`, units: 0 });
+      else appendAll(atoms, textAtoms(t.suffix, { escape: escapeText, count: 'text' }));
+    }
   }
   return atoms;
 }

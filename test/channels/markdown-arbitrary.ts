@@ -77,6 +77,7 @@ function inline(options: ArbitraryOptions): fc.Arbitrary<Piece> {
     { weight: 1, arbitrary: boldUrl(options) },
     { weight: 10, arbitrary: plain(8) },
     { weight: options.slackSyntax ? 2 : 0, arbitrary: slackLink },
+    { weight: options.emptyLinkShowsUrl ? 1 : 0, arbitrary: shortUrl.map((u) => ({ md: `[](${u})`, fragments: [u] })) },
     { weight: 3, arbitrary: emphasis(options.emphasis) },
     { weight: 2, arbitrary: codeText.map((c) => ({ md: `\`${c}\``, fragments: [c] })) },
     { weight: 3, arbitrary: fc.tuple(label, url).map(([l, u]) => ({ md: `[${l.md}](${u})`, fragments: l.fragments })) },
@@ -150,6 +151,8 @@ export interface ArbitraryOptions {
   emphasis: readonly string[];
   /** A bare URL shows as itself (false where the renderer may write a long one differently). */
   bareUrlIsText: boolean;
+  /** A link without text (`[](https://x)`) shows its URL. */
+  emptyLinkShowsUrl?: boolean;
   /** Links already in Slack's syntax (`<https://x/a%7Cb|*docs*>`). */
   slackSyntax?: boolean;
 }

@@ -26,7 +26,7 @@ const squeeze = (s: string) => s.replace(/\s+/g, '');
 
 describe('Slack rendering, property-based (fast-check)', () => {
   it('every message is within the limit, its markup is whole, and the text survives whole and in order', () => {
-    const cases = markdownCase({ emphasis: ['**', '*', '_', '~~'], bareUrlIsText: true, slackSyntax: true });
+    const cases = markdownCase({ emphasis: ['**', '*', '_', '~~'], bareUrlIsText: true, emptyLinkShowsUrl: true, slackSyntax: true });
     fc.assert(fc.property(cases, limitFor(SLACK_TEXT_LIMIT), ({ markdown, fragments }, limit) => {
       const chunks = renderSlackChunks(markdown, limit);
       for (const [i, chunk] of chunks.entries()) {

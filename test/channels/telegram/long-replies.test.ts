@@ -83,13 +83,14 @@ describe('Telegram long replies through grammy and the fake Bot API', () => {
     expect(shown(calls).join(' ').split(/\s+/)).toEqual(text.replace(/\*/g, '').split(/\s+/));
   });
 
-  it('any other 400 on a part: split smaller, then plain text for what still fails; the rest is still delivered', async () => {
+  it('any other 400 on a part: split smaller once, then plain text for what still fails; the rest is still delivered', async () => {
     const text = `${prose('a', 600)}\n\n${prose('b', 600)}`;
     const refuse = { error_code: 400, description: 'Bad Request: something about this part' };
     for (let i = 0; i < 3; i++) telegram.failNext('sendMessage', refuse, (b) => b.parse_mode === 'HTML' && String(b.text).includes(' a1'));
     await deliverMessage(api, target, { text });
     const calls = sends();
-    expect(calls.filter((c) => !c.response.ok)).toHaveLength(3);
+    // The whole a… message, then the smaller part holding a1…; that part goes as plain text, not split again.
+    expect(calls.filter((c) => !c.response.ok)).toHaveLength(2);
     const plain = calls.filter((c) => c.response.ok && c.body.parse_mode === undefined);
     expect(plain.length).toBeGreaterThanOrEqual(1);
     expect(calls.at(-1)!.body.parse_mode).toBe('HTML'); // the b… part, untouched
@@ -113,4 +114,39 @@ describe('Telegram long replies through grammy and the fake Bot API', () => {
     const dead = new Api(telegram.token, { apiRoot: 'http://127.0.0.1:9' });
     await expect(deliverMessage(dead, target, { text: 'hello' })).rejects.not.toBeInstanceOf(ChannelError);
   });
+
+  it('a chat that refuses everything ("not enough rights") costs a few sends per message, not one per character of a long link', async () => {
+    const url = `https://example.com/${'x'.repeat(1500)}`;
+    const text = `${prose('a', 500)} [the docs](${url}) ${prose('b', 500)}`;
+    const refuse = { error_code: 400, description: 'Bad Request: not enough rights to send text messages to the chat' };
+    for (let i = 0; i < 200; i++) telegram.failNext('sendMessage', refuse);
+    const error = await deliverMessage(api, target, { text }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChannelError);
+    expect((error as ChannelError).message).toContain('not enough rights');
+    // 2 messages: each refused whole, in 2 halves, then as plain text (at most 2 parts each).
+    expect(sends().length).toBeLessThanOrEqual(14);
+    expect((error as ChannelError).message).toMatch(/^Telegram refused \d+ parts of a reply to 42/);
+  });
+
+  it('after a part failed for good, a later message refused as too long is still split smaller and sent as HTML', async () => {
+    const text = `**${prose('a', 600)}**\n\n**${prose('b', 600)}**`;
+    for (let i = 0; i < 6; i++) telegram.failNext('sendMessage', { error_code: 400, description: 'Bad Request: chat has a problem with a' }, (b) => String(b.text).includes('a1 '));
+    telegram.failNext('sendMessage', { error_code: 400, description: 'Bad Request: message is too long' }, (b) => String(b.text).includes('b0 '));
+    const error = await deliverMessage(api, target, { text }).catch((e: unknown) => e);
+    expect((error as ChannelError).message).toMatch(/^Telegram refused 1 part of a reply to 42 even as plain text/);
+    const b = sends().filter((c) => c.response.ok && /\bb\d+/.test(String(c.body.text)));
+    expect(b.length).toBeGreaterThanOrEqual(2);
+    for (const c of b) expect(c.body.parse_mode).toBe('HTML');
+    expect(String(b[0]!.body.text).startsWith('<b>b0 ')).toBe(true);
+  });
+
+  it('the plain-text fallback keeps each link as its text and URL', async () => {
+    telegram.failNext('sendMessage', { error_code: 400, description: "Bad Request: can't parse entities: unsupported start tag" }, (b) => b.parse_mode === 'HTML');
+    await deliverMessage(api, target, { text: 'Read [the docs](https://example.com/d?a=1&b=2) and https://example.com/bare now.' });
+    const calls = sends();
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.body.parse_mode).toBeUndefined();
+    expect(calls[1]!.body.text).toBe('Read the docs (https://example.com/d?a=1&b=2) and https://example.com/bare now.');
+  });
 });
+

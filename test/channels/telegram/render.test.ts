@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { escapeHtml, markdownToTelegramHtml, renderOutbound } from '../../../channels/telegram/render.ts';
-import { htmlToPlainText, splitHtml } from '../../../channels/telegram/split-html.ts';
+import { htmlToPlainText, htmlToReadableText, splitHtml } from '../../../channels/telegram/split-html.ts';
 import { telegramCommands } from '../../../channels/telegram/deliver.ts';
 import { parseTelegramHtml } from '../../fakes/fake-telegram.ts';
 
@@ -180,3 +180,16 @@ describe('telegramCommands', () => {
     ])).toEqual([{ command: 'new', description: 'start a new session' }, { command: 'status', description: 'show status' }, { command: 'help', description: 'help' }]);
   });
 });
+
+describe('Telegram links without text, and as plain text', () => {
+  it('a link with an empty label shows its URL', () => {
+    expect(markdownToTelegramHtml('see [](https://x.io/a?b=1&c=2) now')).toBe('see <a href="https://x.io/a?b=1&amp;c=2">https://x.io/a?b=1&amp;c=2</a> now');
+    expect(markdownToTelegramHtml(`[](https://x.io/${'a'.repeat(30)})`, 20)).toBe(`https://x.io/${'a'.repeat(30)}`);
+  });
+
+  it('readable text of the HTML keeps each link as its text and URL, once when the text is the URL', () => {
+    expect(htmlToReadableText('<b>Read</b> <a href="https://x.io/?a=1&amp;b=&quot;2&quot;">the &lt;docs&gt;</a> or <a href="https://y.io">https://y.io</a>'))
+      .toBe('Read the <docs> (https://x.io/?a=1&b="2") or https://y.io');
+  });
+});
+

@@ -28,10 +28,20 @@ describe('splitHtml: spans', () => {
   });
 
   it("a link that fits moves whole to the next message; its URL counts towards the limit", () => {
-    expect(splitHtml('see <a href="https://e.x/aa">the docs</a>', 24)).toEqual(['see', '<a href="https://e.x/aa">the docs</a>']);
-    // 14 units of URL + 8 of text fit in 22 exactly, not in 21: there the link is cut and reopened instead.
-    expect(splitHtml('see <a href="https://e.x/aa">the docs</a>', 22)).toEqual(['see', '<a href="https://e.x/aa">the docs</a>']);
-    expect(splitHtml('see <a href="https://e.x/aa">the docs</a>', 21)).toEqual(['see <a href="https://e.x/aa">the</a>', '<a href="https://e.x/aa">docs</a>']);
+    expect(splitHtml('see <a href="https://e.x">the docs page</a>', 26)).toEqual(['see', '<a href="https://e.x">the docs page</a>']);
+    // 11 units of URL + 13 of text fit in 24 exactly, not in 23: there the link is cut and reopened instead.
+    expect(splitHtml('see <a href="https://e.x">the docs page</a>', 24)).toEqual(['see', '<a href="https://e.x">the docs page</a>']);
+    expect(splitHtml('see <a href="https://e.x">the docs page</a>', 23)).toEqual(['see <a href="https://e.x">the docs</a>', '<a href="https://e.x">page</a>']);
+  });
+
+  it('a link whose URL is longer than half a message becomes its text and the URL, never a character per message', () => {
+    expect(splitHtml('see <a href="https://e.x/aa">the docs</a>', 28)).toEqual(['see <a href="https://e.x/aa">the docs</a>']);
+    expect(splitHtml('see <a href="https://e.x/aa">the docs</a>', 24)).toEqual(['see the docs', '(https://e.x/aa)']);
+    const url = `https://e.x/${'a'.repeat(3000)}`;
+    const parts = splitHtml(`<b>x <a href="${url}">docs</a></b> end`, 1024);
+    expect(parts.length).toBe(3);
+    expect(parts[0]!.startsWith('<b>x docs (https://e.x/aaa')).toBe(true);
+    expect(parts.at(-1)!.endsWith(')</b> end')).toBe(true);
   });
 
   it('a code block that fits moves whole to the next message', () => {
