@@ -90,7 +90,7 @@ export function normalizeSlackEvent(input: NormalizeInput): NormalizeResult {
   if (event.user === bot.userId) return ignored('own message');
 
   const chatType = chatTypeOf(event);
-  const rawText = event.text ?? '';
+  const rawText = capped(event.text ?? '');
   const mentioned = mentionsUser(rawText, bot.userId);
   if (event.type === 'message' && chatType === 'channel' && mentioned) return ignored('mention (answered as app_mention)');
   if (event.type === 'app_mention' && chatType === 'direct') return ignored('mention in a DM (answered as message.im)');
@@ -166,8 +166,24 @@ export function tsOfMessageId(id: string | undefined): string | undefined {
   return /^\d+\.\d+$/.test(ts) ? ts : undefined;
 }
 
+/**
+ * Slack cuts a message's text at 40,000 characters; an event with far more is forged or broken. Its text is
+ * cut here, before any markup is parsed, yet stays over the inbound size limit, which then refuses it.
+ */
+export const SLACK_TEXT_CAP = 200_000;
+
+function capped(text: string): string {
+  return text.length > SLACK_TEXT_CAP ? text.slice(0, SLACK_TEXT_CAP) : text;
+}
+
+/**
+ * A mention's label: short, and never with a `<` (Slack escapes it as `&lt;`). Both bounds keep a text of
+ * many `<@U…|` without a `>` linear to scan (with `[^>]*` it was quadratic: seconds for a megabyte).
+ */
+const LABEL = '(\\|[^<>]{0,256})?>';
+
 function mentionsUser(text: string, userId: string): boolean {
-  return userId !== '' && new RegExp(`<@${escapeRegExp(userId)}(\\|[^>]*)?>`).test(text);
+  return userId !== '' && new RegExp(`<@${escapeRegExp(userId)}${LABEL}`).test(text);
 }
 
 function fileAttachment(file: SlackFile): Attachment {
@@ -192,7 +208,7 @@ function text_(value: unknown): string | undefined {
  * other mentions become `@id` (or `@label`), channels `#name`, links `label (url)`, and `&amp;` `&lt;` `&gt;` are unescaped.
  */
 export function slackToPlainText(text: string, botUserId: string): string {
-  const withoutBot = botUserId ? text.replace(new RegExp(`<@${escapeRegExp(botUserId)}(\\|[^>]*)?>\\s*`, 'g'), '') : text;
+  const withoutBot = botUserId ? text.replace(new RegExp(`<@${escapeRegExp(botUserId)}${LABEL}\\s*`, 'g'), '') : text;
   const converted = withoutBot.replace(/<([^<>]+)>/g, (_all, inner: string) => {
     const bar = inner.indexOf('|');
     const target = bar === -1 ? inner : inner.slice(0, bar);
