@@ -35,6 +35,9 @@ function config(flags: ConfigFlags = {}): ResolvedConfig {
   return loadConfig({ configPath: flags.config ?? program.opts<{ config?: string }>().config, overrides, overrideSources });
 }
 
+/** One readable line per event, for a terminal (file descriptor 1 or 2). */
+const prettyTo = (fd: 1 | 2) => pretty({ colorize: !process.env.NO_COLOR, sync: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,service', destination: fd });
+
 const portOption = () => new Option('-p, --port <port>', 'HTTP port (overrides gateway.port and SWITCHBOARD_PORT)');
 const hostOption = () => new Option('-H, --host <address>', 'address to listen on (overrides gateway.host and SWITCHBOARD_HOST)');
 const logLevelOption = () => new Option('-l, --log-level <level>', `log level: ${LOG_LEVELS.join(', ')}`);
@@ -44,7 +47,7 @@ program.command('start').description('run the gateway')
   .action(async (flags: ConfigFlags) => {
     const resolved = config(flags);
     // A terminal gets one readable line per event; anything else (a file, journald, a container) gets JSON.
-    const destination = process.stdout.isTTY ? pretty({ colorize: !process.env.NO_COLOR, sync: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,service' }) : undefined;
+    const destination = process.stdout.isTTY ? prettyTo(1) : undefined;
     const logger = createLogger({ level: resolved.logLevel, secrets: resolved.secrets, ...(destination ? { destination } : {}) });
     const running = await startGateway({ config: resolved, logger });
     let signals = 0;
@@ -73,7 +76,8 @@ program.command('chat').description('chat with the agent in this terminal (chann
   .option('-u, --user <name>', 'your user name', process.env.USER ?? 'me').addOption(logLevelOption())
   .action(async (opts: { user: string; logLevel?: string }) => {
     const resolved = config({ logLevel: opts.logLevel });
-    const logger = createLogger({ level: opts.logLevel ?? 'warn', secrets: resolved.secrets, destination: process.stderr });
+    // Warnings go to stderr, readable lines when it is a terminal (the chat itself is on stdout).
+    const logger = createLogger({ level: opts.logLevel ?? 'warn', secrets: resolved.secrets, destination: process.stderr.isTTY ? prettyTo(2) : process.stderr });
     const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
     await runChat({ config: resolved, user: opts.user, input: process.stdin, output: process.stdout, logger, color });
     process.exit(0);
