@@ -19,6 +19,7 @@ const BARE_URL = /https?:\/\/[^\s<]+/y;
 /** What ends a sentence or closes markup after a bare URL rather than belonging to it. */
 const URL_TAIL = /[*_~|.,:;!?'"]$/;
 const BACKTICKS = /`+/y;
+const MAX_TICKS = 16;
 const RUN = /\*+|_+|~+|\|+/y;
 
 /** The match of a sticky pattern at `index`, if any. */
@@ -99,7 +100,8 @@ function lex(s: string): Piece[] {
       i += 2;
     } else if (ch === '`') {
       const fence = matchAt(BACKTICKS, s, i)![0];
-      const end = closingRun(s, i + fence.length, fence);
+      // A run too long to close and reopen in every message it is cut across is text.
+      const end = fence.length > MAX_TICKS ? -1 : closingRun(s, i + fence.length, fence);
       if (end < 0) {
         text += fence;
         i += fence.length;

@@ -138,7 +138,9 @@ function fenceStates(source: string, lines: readonly string[]): { after: (Fence 
   const opener = new Array<boolean>(lines.length).fill(false);
   const closer = new Array<boolean>(lines.length).fill(false);
   for (const token of markdown.parse(source, {})) {
-    if (token.type !== 'fence' || !token.map) continue;
+    // A fence of more than 16 backticks is read as prose (its runs then as text): the markup that closes
+    // and reopens it at each cut would leave no room for the code.
+    if (token.type !== 'fence' || !token.map || token.markup.length > 16) continue;
     const [start, end] = token.map;
     const openLine = (lines[start] ?? token.markup).trimEnd();
     const at = Math.max(0, openLine.indexOf(token.markup));

@@ -135,5 +135,18 @@ describe('splitDiscordText: quotes, list items and inline markup', () => {
     }
     expect(splitDiscordText(`<@${'1'.repeat(20)}> ${'w '.repeat(20)}`, 30)[0]).toBe(`<@${'1'.repeat(20)}> w w w`);
   });
+
+  it('runs of backticks too long to close and reopen at each cut are text: every message is within the limit', () => {
+    const span = `${'`'.repeat(1000)} code ${'word '.repeat(500)}${'`'.repeat(1000)}`;
+    const block = `${'`'.repeat(1000)}\n${'line\n'.repeat(600)}${'`'.repeat(1000)}`;
+    for (const text of [span, block]) {
+      const chunks = splitDiscordText(text);
+      expect(chunks.length).toBe(3);
+      for (const chunk of chunks) expect(chunk.length).toBeLessThanOrEqual(2000);
+    }
+    const [t16, t17] = ['`'.repeat(16), '`'.repeat(17)];
+    expect(splitDiscordText(`${t16}a bb cc${t16}`, 36)).toEqual([`${t16}a ${t16}`, `${t16}bb ${t16}`, `${t16}cc${t16}`]);
+    expect(splitDiscordText(`${t17}a bb cc${t17}`, 36)).toEqual([`${t17}a bb`, `cc${t17}`]);
+  });
 });
 
