@@ -11,7 +11,7 @@ import type { InboundMessage } from '../core/message.ts';
 import type { HttpApp, HttpVariables } from './app.ts';
 import { errorBody, jsonError, readJson } from './http-error.ts';
 import {
-  agentForModel, failureOf, openAIUsage, parseRequest, replyOf, sessionOf, textOf, type Failure,
+  agentForModel, failureOf, openAIUsage, parseRequest, replyOf, routableModels, sessionOf, textOf, type Failure,
 } from './openai-request.ts';
 
 /** What the OpenAI-compatible routes need. */
@@ -74,24 +74,12 @@ export function mountOpenAIRoutes(deps: OpenAIRouteDeps): (app: HttpApp) => void
   };
 }
 
-/** The configured agents (by id), then every distinct configured model. */
+/** What `model` may name: the agents (by id), then each agent's model (a provider's model no agent uses would be a 404). */
 function modelList(deps: OpenAIRouteDeps): { object: 'list'; data: Record<string, unknown>[] } {
   const created = Math.floor(deps.startedAt / 1000);
-  const data: Record<string, unknown>[] = [];
-  const seen = new Set<string>();
-  for (const agent of deps.config.agents) {
-    seen.add(agent.id);
-    data.push({ id: agent.id, object: 'model', created, owned_by: 'switchboard', agent: { id: agent.id, name: agent.name, model: agent.model, provider: agent.providerId } });
-  }
-  const models = [
-    ...deps.config.agents.map((a) => ({ model: a.model, provider: a.providerId })),
-    ...Object.values(deps.config.providers).map((p) => ({ model: p.model, provider: p.id })),
-  ];
-  for (const { model, provider } of models) {
-    if (seen.has(model)) continue;
-    seen.add(model);
-    data.push({ id: model, object: 'model', created, owned_by: provider });
-  }
+  const data = routableModels(deps.config.agents).map(({ id, agent, kind }) => (kind === 'agent'
+    ? { id, object: 'model', created, owned_by: 'switchboard', agent: { id: agent.id, name: agent.name, model: agent.model, provider: agent.providerId } }
+    : { id, object: 'model', created, owned_by: agent.providerId }));
   return { object: 'list', data };
 }
 
@@ -108,7 +96,9 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
   const session = sessionOf(c.req.header('x-session-key'), body.user);
   const agent = session?.agentId ? deps.config.agents.find((a) => a.id === session.agentId) : agentForModel(deps.config.agents, body.model);
   if (!agent && !session?.agentId) {
-    return c.json(errorBody(404, `The model \`${body.model}\` does not exist: use an agent id (${deps.config.agents.map((a) => a.id).join(', ')}) or a model GET /v1/models lists.`, 'model_not_found'), 404, { 'X-Correlation-Id': correlationId });
+    const notFound = errorBody(404, `The model \`${body.model}\` does not exist: use an agent id (${deps.config.agents.map((a) => a.id).join(', ')}) or a model GET /v1/models lists.`, 'model_not_found');
+    // OpenAI answers an unknown model with this type and names the parameter; clients that read either get the same.
+    return c.json({ error: { ...notFound.error, type: 'invalid_request_error', param: 'model' } }, 404, { 'X-Correlation-Id': correlationId });
   }
   if (!agent) throw new BadRequestError(`No agent "${session?.agentId}" is configured.`, 'invalid_session_key');
   const peer = session?.name ?? `oneoff-${randomUUID()}`;
@@ -116,7 +106,7 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
     id: randomUUID(), channel: 'api', accountId: 'default', chatType: 'direct', chatId: peer, peerId: peer,
     sender: { id: peer, ...(session ? { name: session.name } : {}) }, text, attachments: [], mentionsBot: true,
     receivedAt: deps.clock.now(), correlationId, agentId: agent.id, dmScope: 'per-channel-peer', ephemeral: !session,
-    rateLimitKey: rateLimitKeyOf(c),
+    rateLimitKey: `api:${httpClientKey(c)}`,
   };
   const relay = body.stream === true ? new DeltaRelay() : undefined;
   const abort = new AbortController();
@@ -146,16 +136,16 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
 }
 
 /**
- * Whom `limits.perSender` counts an API call against (SPEC §14): the caller's bearer token (hashed, so no
- * secret sits in memory or logs) when one is sent, else the client's address.
+ * Who is calling, for `limits.perSender` (SPEC §14): `token:<hash>` of the caller's bearer token (hashed, so no
+ * secret sits in memory or logs) when one is sent, else the client's address. The API and the web chat key on it.
  */
-function rateLimitKeyOf(c: ApiContext): string {
+export function httpClientKey(c: Context): string {
   const token = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')?.[1];
-  return token ? `api:token:${createHash('sha256').update(token).digest('hex').slice(0, 32)}` : `api:${clientAddress(c)}`;
+  return token ? `token:${createHash('sha256').update(token).digest('hex').slice(0, 32)}` : clientAddress(c);
 }
 
 /** The caller's address (per-client rate limiting of the API). */
-function clientAddress(c: ApiContext): string {
+function clientAddress(c: Context): string {
   const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
   return incoming?.socket?.remoteAddress ?? 'unknown';
 }

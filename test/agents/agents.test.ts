@@ -133,7 +133,11 @@ describe('several agents', () => {
   });
 
   it('/v1/models lists the agents; model picks one ("agent:<id>" too); an unknown model is a 404 model_not_found', async () => {
-    await start({});
+    // A second provider no agent uses: its model routes nowhere, so it is not offered.
+    await start({ providers: {
+      default: { baseUrl: fake.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0 },
+      spare: { baseUrl: fake.baseURL, apiKey: 'sk-test', model: 'gpt-spare', maxRetries: 0 },
+    } });
     const models = (await (await fetch(`${gw!.url}/v1/models`)).json()) as { data: { id: string }[] };
     expect(models.data.map((m) => m.id).slice(0, 2)).toEqual(['home', 'work']);
     const ask = (model: string) => fetch(`${gw!.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
@@ -142,7 +146,9 @@ describe('several agents', () => {
     expect(await reply('agent:home')).toBe('home answers hi');
     const missing = await ask('gpt-9000');
     expect(missing.status).toBe(404);
-    expect(((await missing.json()) as { error: { code: string; type: string } }).error).toMatchObject({ code: 'model_not_found', type: 'not_found_error' });
+    expect(((await missing.json()) as { error: { code: string; type: string } }).error).toMatchObject({ code: 'model_not_found', type: 'invalid_request_error', param: 'model' });
+    // Whatever the list offers routes: no listed model is a 404.
+    for (const { id } of models.data) expect((await ask(id)).status, id).toBe(200);
   });
 
   it('re-keying: linking two peers moves their conversations at the next start (the most recent continues, the other is archived)', async () => {
