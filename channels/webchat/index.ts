@@ -29,19 +29,20 @@ export interface WebchatChannel extends ChannelAdapter {
   /**
    * Submits what `user` typed. The turn's own replies come back in its result; replies sent later (a
    * sub-agent's result, a goal's background batches) go to {@link WebchatChannel.subscribe}'s listeners.
-   * Throws {@link WebchatStoppedError} when the channel is not running.
+   * Throws {@link WebchatStoppedError} when the channel is not running. `rateLimitKey`: whom `limits.perSender`
+   * counts the message against (default `webchat:<user>`).
    */
-  submit(user: string, text: string, options?: SubmitOptions & { correlationId?: string }): Promise<Submission>;
+  submit(user: string, text: string, options?: SubmitOptions & { correlationId?: string; rateLimitKey?: string }): Promise<Submission>;
   /** Hands `user`'s later replies to `listener` until the returned function is called or the channel stops. */
   subscribe(user: string, listener: WebchatListener): () => void;
 }
 
 /** The message of one line `user` typed in the web chat (a direct chat whose peer is the name). */
-export function webchatMessage(user: string, text: string, now: number, correlationId?: string): InboundMessage {
+export function webchatMessage(user: string, text: string, now: number, correlationId?: string, rateLimitKey?: string): InboundMessage {
   return {
     id: randomUUID(), channel: 'webchat', accountId: 'default', chatType: 'direct', chatId: user, peerId: user,
     sender: { id: user, name: user }, text, attachments: [], mentionsBot: true, receivedAt: now,
-    ...(correlationId ? { correlationId } : {}),
+    ...(correlationId ? { correlationId } : {}), ...(rateLimitKey ? { rateLimitKey } : {}),
   };
 }
 
@@ -71,8 +72,8 @@ export function createWebchatChannel(options: WebchatOptions): WebchatChannel {
     },
     async submit(user, text, submitOptions = {}) {
       if (!sink) throw new WebchatStoppedError();
-      const { correlationId, ...rest } = submitOptions;
-      const message = webchatMessage(user, text, options.clock.now(), correlationId);
+      const { correlationId, rateLimitKey, ...rest } = submitOptions;
+      const message = webchatMessage(user, text, options.clock.now(), correlationId, rateLimitKey);
       waiting.set(message.id, rest.signal);
       try {
         const submission = await sink(message, rest);

@@ -4,6 +4,7 @@ import { BadRequestError, SwitchboardError } from '../core/errors.ts';
 import { outboundText } from '../core/message.ts';
 import type { HttpApp } from './app.ts';
 import { errorBody, readJson } from './http-error.ts';
+import { httpClientKey } from './openai-routes.ts';
 
 /** A reply sent to a web chat user outside a request. */
 export interface WebchatLaterReply {
@@ -15,8 +16,8 @@ export interface WebchatLaterReply {
 /** The web chat channel as its routes see it (`channels/webchat`, wired by `src/main.ts`). */
 export interface WebchatEndpoint {
   readonly status: ChannelStatus;
-  /** Submits what `user` typed; the turn's own replies come back in `done`. */
-  submit(user: string, text: string, options?: SubmitOptions & { correlationId?: string }): Promise<Submission>;
+  /** Submits what `user` typed; the turn's own replies come back in `done`. `rateLimitKey`: whom `limits.perSender` counts it against. */
+  submit(user: string, text: string, options?: SubmitOptions & { correlationId?: string; rateLimitKey?: string }): Promise<Submission>;
   /** Hands `user`'s later replies to `listener` until the returned function is called; `close` when the channel stops (at once when it has). */
   subscribe(user: string, listener: { reply(push: WebchatLaterReply): void; close(): void }): () => void;
 }
@@ -75,8 +76,11 @@ export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => vo
       const user = checkedUser(body?.user);
       const signal = c.req.raw.signal;
       const correlationId = c.get('correlationId');
+      // `user` is the client's choice: the bucket is the name from this client (address, or bearer token), so
+      // nobody elsewhere can use up someone's bucket by writing under their name (SPEC §14).
+      const rateLimitKey = `webchat:${user}@${httpClientKey(c)}`;
       if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
-        const submission = await channel.submit(user, text, { signal, correlationId });
+        const submission = await channel.submit(user, text, { signal, correlationId, rateLimitKey });
         if (submission.status === 'rate_limited') return rateLimited(submission.retryAfterSeconds ?? 60);
         const result = await submission.done;
         return c.json({ sessionKey: submission.sessionKey, sessionId: result?.sessionId, reply: replyText(result), correlationId: submission.correlationId });
@@ -84,7 +88,7 @@ export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => vo
       const early: string[] = [];
       let forward = (delta: string) => { early.push(delta); };
       // Accepted or refused (JSON error) before the stream opens.
-      const submission = await channel.submit(user, text, { onDelta: (d) => forward(d), signal, correlationId });
+      const submission = await channel.submit(user, text, { onDelta: (d) => forward(d), signal, correlationId, rateLimitKey });
       if (submission.status === 'rate_limited') return rateLimited(submission.retryAfterSeconds ?? 60);
       c.header('x-accel-buffering', 'no');
       return streamSSE(c, async (stream) => {
