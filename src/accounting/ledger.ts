@@ -1,14 +1,13 @@
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { AppendOnlyFile } from '../core/append-only-file.ts';
 import type { Logger } from '../core/logger.ts';
 import {
-  archiveName, compressArchive, KeyFilter, listArchives, readArchive, removePartials, splitIntoArchives, type LedgerArchive,
+  archiveName, compressArchive, KeyFilter, listArchives, removePartials, splitIntoArchives, type LedgerArchive,
 } from './ledger-archive.ts';
-import { parseLedgerLine, type LedgerRecord } from './ledger-record.ts';
+import type { LedgerRecord } from './ledger-record.ts';
+import { readLedgerBackwards, scanLedgerArchive, scanLedgerRange } from './ledger-reader.ts';
 
 /** When the active file is rotated (`ledger` in the config). */
 export interface LedgerRotation {
@@ -45,7 +44,6 @@ export interface LedgerPosition {
   tailHash: string;
 }
 
-const CHUNK = 64 * 1024;
 const TAIL = 64;
 const DAY = 86_400_000;
 export const DEFAULT_ROTATION: LedgerRotation = { rotate: 'size', maxFileBytes: 16 * 1024 * 1024, retentionDays: 365 };
@@ -197,54 +195,16 @@ export class TokenLedger {
   }
 
   /** Reads the records of the active file between two byte offsets (line starts), in file order. */
-  async scanRange(start: number, end: number, onRecord: (record: LedgerRecord) => void, shouldStop: () => boolean = () => false): Promise<number> {
-    let skipped = 0;
-    let count = 0;
-    if (end <= start) return 0;
-    try {
-      const input = createReadStream(this.file, { encoding: 'utf8', start, ...(Number.isFinite(end) ? { end: end - 1 } : {}) });
-      for await (const line of createInterface({ input, crlfDelay: Infinity })) {
-        if (shouldStop()) {
-          input.destroy();
-          break;
-        }
-        const record = parseLedgerLine(line);
-        if (record) {
-          onRecord(record);
-          count++;
-        } else if (line.trim()) skipped++;
-      }
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
-    if (skipped) this.logger.warn({ skipped, file: this.file }, 'skipped unreadable token ledger lines (a torn write?)');
-    return count;
+  scanRange(start: number, end: number, onRecord: (record: LedgerRecord) => void, shouldStop: () => boolean = () => false): Promise<number> {
+    return scanLedgerRange(this.file, start, end, onRecord, shouldStop, this.logger);
   }
 
   /**
    * Reads every record of an archive, in order, a few milliseconds at a time (the event loop is served in
    * between); returns the filter of its session keys.
    */
-  async scanArchive(archive: LedgerArchive, onRecord: (record: LedgerRecord) => void, shouldStop: () => boolean = () => false): Promise<KeyFilter> {
-    const keys = new KeyFilter();
-    const text = (await readArchive(this.dir, archive)).toString('utf8');
-    let start = 0;
-    let sliceStart = performance.now();
-    while (start < text.length && !shouldStop()) {
-      let end = text.indexOf('\n', start);
-      if (end < 0) end = text.length;
-      const record = parseLedgerLine(text.slice(start, end));
-      if (record) {
-        keys.add(record.sessionKey);
-        onRecord(record);
-      }
-      start = end + 1;
-      if (performance.now() - sliceStart > 8) {
-        await new Promise((resolve) => setImmediate(resolve));
-        sliceStart = performance.now();
-      }
-    }
-    return keys;
+  scanArchive(archive: LedgerArchive, onRecord: (record: LedgerRecord) => void, shouldStop: () => boolean = () => false): Promise<KeyFilter> {
+    return scanLedgerArchive(this.dir, archive, onRecord, shouldStop);
   }
 
   /**
@@ -254,61 +214,7 @@ export class TokenLedger {
    */
   async readBackwards(filter: (record: LedgerRecord) => boolean, limit: number, options: { contains?: string; sessionKey?: string } = {}): Promise<LedgerRecord[]> {
     await this.flush();
-    const found: LedgerRecord[] = [];
-    if (limit <= 0) return found;
-    const needle = options.contains ? Buffer.from(options.contains, 'utf8') : undefined;
-    const take = (bytes: Buffer): boolean => {
-      // A cheap byte search first: most lines of a big ledger belong to other sessions.
-      if (needle && bytes.indexOf(needle) < 0) return false;
-      const record = parseLedgerLine(bytes.toString('utf8'));
-      if (record && filter(record)) found.push(record);
-      return found.length >= limit;
-    };
-    if (await this.readActiveBackwards(take)) return found;
-    for (const archive of [...this.archives].reverse()) {
-      if (options.sessionKey && archive.keys && !archive.keys.mayHave(options.sessionKey)) continue;
-      let buffer: Buffer;
-      try {
-        buffer = await readArchive(this.dir, archive);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-        // Compressed meanwhile (read it under its new name) or deleted (skip it).
-        buffer = await readArchive(this.dir, archive).catch(() => Buffer.alloc(0));
-      }
-      if (linesBackwards(buffer, take)) return found;
-    }
-    return found;
-  }
-
-  private async readActiveBackwards(take: (bytes: Buffer) => boolean): Promise<boolean> {
-    let handle;
-    try {
-      handle = await open(this.file, 'r');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw error;
-    }
-    try {
-      let position = (await handle.stat()).size;
-      let carry = Buffer.alloc(0);
-      while (position > 0) {
-        const length = Math.min(CHUNK, position);
-        position -= length;
-        const chunk = Buffer.alloc(length);
-        await handle.read(chunk, 0, length, position);
-        const buffer = carry.length ? Buffer.concat([chunk, carry]) : chunk;
-        let end = buffer.length;
-        for (let i = buffer.length - 1; i >= 0; i--) {
-          if (buffer[i] !== 0x0a) continue;
-          if (end > i + 1 && take(buffer.subarray(i + 1, end))) return true;
-          end = i;
-        }
-        carry = Buffer.from(buffer.subarray(0, end));
-      }
-      return carry.length > 0 && take(carry);
-    } finally {
-      await handle.close();
-    }
+    return readLedgerBackwards({ file: this.file, dir: this.dir, archives: () => this.archives }, filter, limit, options);
   }
 
   private rotationDue(): boolean {
@@ -410,15 +316,4 @@ export class TokenLedger {
     await Promise.all(expired.map((a) => rm(path.join(this.dir, a.name), { force: true })));
     this.logger.info({ deleted: expired.map((a) => a.name) }, 'deleted token ledger archives past ledger.retentionDays');
   }
-}
-
-/** Calls `take` on each line of a buffer, last line first, until it returns true. */
-function linesBackwards(buffer: Buffer, take: (bytes: Buffer) => boolean): boolean {
-  let end = buffer.length;
-  for (let i = buffer.length - 1; i >= -1; i--) {
-    if (i >= 0 && buffer[i] !== 0x0a) continue;
-    if (end > i + 1 && take(buffer.subarray(i + 1, end))) return true;
-    end = i;
-  }
-  return false;
 }
