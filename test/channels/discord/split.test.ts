@@ -150,3 +150,31 @@ describe('splitDiscordText: quotes, list items and inline markup', () => {
   });
 });
 
+describe('splitDiscordText: where a code block ends', () => {
+  it.each([
+    ['a reply that fits is sent as written, an unclosed block included', '```\ncode', 2000, ['```\ncode']],
+    ['a closing run of 3,000 backticks is closed with the opening fence', `\`\`\`\ncode\n${'`'.repeat(3000)}\nafter`, 2000, ['```\ncode\n```\nafter']],
+    ['a closing run up to 4 longer than the fence is kept as written', '```\naaaa\n```````\nafter words', 16, ['```\naaaa\n```````', 'after words']],
+    ['a closing run 5 longer than the fence is the fence', '```\naaaa\n````````\nafter words', 16, ['```\naaaa\n```', 'after words']],
+    ['a fence alone on the last line opens an empty block, which is not sent', 'aaaa bbbb cccc\n```', 12, ['aaaa bbbb', 'cccc']],
+    ['~~~ does not close a ``` block', '```\ncode\n~~~\nmore code line', 16, ['```\ncode\n~~~\n```', '```\nmore cod\n```', '```\ne line\n```']],
+    ['a shorter run does not close a longer fence', '````\ncode\n```\nmore code line', 18, ['````\ncode\n```\n````', '````\nmore cod\n````', '````\ne line\n````']],
+    ['a fence with a language does not close a block', '```\ncode\nmore code line\n```js', 16, ['```\ncode\n```', '```\nmore cod\n```', '```\ne line\n```', '```\n```js\n```']],
+    ['backticks after text do not close a block', '```\ncode\nmore code line\nx ```', 16, ['```\ncode\n```', '```\nmore cod\n```', '```\ne line\n```', '```\nx ```\n```']],
+    ['spaces after the language are not repeated when the block is reopened', '```js   \naaaa\nbbbb\n```', 20, ['```js   \naaaa\n```', '```js\nbbbb\n```']],
+  ])('%s', (_name, text, limit, expected) => {
+    expect(splitDiscordText(text, limit)).toEqual(expected);
+  });
+});
+
+describe('splitDiscordText: quoted lines in a paragraph', () => {
+  it.each([
+    ['quoted lines then plain lines: the plain ones are not quoted', '> quoted line\nplain words here and more', 20, ['> quoted line', 'plain words here and', 'more']],
+    ['plain lines then quoted lines: the quoted ones are', 'plain words\n> quoted words here', 14, ['plain words', '> quoted words', '> here']],
+    ['every line of a quote keeps its own marker inside a message', '> aa\n>\n> bb\n> cc dd ee ff gg', 16, ['> aa\n>\n> bb', '> cc dd ee ff gg']],
+    ['a quote after a code block and a blank line', '```js\naaaa\nbbbb\n```\n\n> quoted words here\n> and more of them', 20, ['```js\naaaa\nbbbb\n```', '> quoted words here', '> and more of them']],
+  ])('%s', (_name, text, limit, expected) => {
+    expect(splitDiscordText(text, limit)).toEqual(expected);
+  });
+});
+
