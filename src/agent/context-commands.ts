@@ -1,6 +1,6 @@
 import { withoutRuntimeLine } from './context.ts';
 import { plural } from '../core/plural.ts';
-import { isAbortError } from '../core/errors.ts';
+import { BudgetExceededError, isAbortError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { ActiveSession } from '../sessions/manager.ts';
 import type { CommandRegistry } from './commands.ts';
@@ -36,6 +36,8 @@ export function registerContextCommands(registry: CommandRegistry, engine: Conte
         outcome = await engine.compactNow(session, scope, args || undefined);
       } catch (error) {
         if (isAbortError(error) || signal.aborted) throw error;
+        // The budget line already says what happened and how to lift it; "try again later" would not help.
+        if (error instanceof BudgetExceededError) return error.message;
         scope.logger.warn({ err: error }, '/compact failed');
         return `Compaction failed: ${(error as Error).message} The session is unchanged; try /compact again later.`;
       }
