@@ -11,7 +11,6 @@ import { registerCheckedCommands } from './agent/checked-commands.ts';
 import { turnLogObserver } from './accounting/turn-log.ts';
 import { AgentRuntime } from './agent/runtime.ts';
 import { preloadTokenizers } from './agent/tokens.ts';
-import { guardInbound } from './agent/inbound-guard.ts';
 import type { ResolvedConfig } from './config/resolved.ts';
 import type { ChannelAdapter } from './core/channel-adapter.ts';
 import { systemClock, type Clock } from './core/clock.ts';
@@ -202,8 +201,6 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     sharedGroupContext: new PgGroupContext({ pool: cluster.pool, limit: config.session.groupContextLimit }),
   } : {}) });
   cluster?.onStopRequest((key) => gateway.lanes.stop(key));
-  // Channels and the API submit through the inbound size limit (and token counts warmed off the hot path).
-  const inbound = guardInbound(gateway.sink, { config, logger, adapterFor: (channel, accountId) => gateway.adapterFor(channel, accountId) });
   // Cluster mode: Telegram polling and Discord shards are held by one replica at a time (leases), and Discord
   // chats keep a shared watermark for the back-fill after a takeover.
   const channelLeases = cluster ? new PgChannelLeases({ uri: config.store, leaseMs: config.cluster.laneLeaseMs, pollMs: config.cluster.pollMs, logger }) : undefined;
@@ -243,7 +240,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   const replayNow = pending.filter((p) => !replayLater.has(`${p.message.channel}:${p.message.accountId}`));
   const replay = (list: typeof pending) => { if (list.length) logger.info({ count: gateway.replay(list) }, 'replayed messages accepted before the last stop'); };
   const supervisor = new ChannelSupervisor({
-    adapters, sink: inbound, logger, clock, ...options.supervision,
+    adapters, sink: gateway.sink, logger, clock, ...options.supervision,
     onConnected: async (adapter) => {
       const key = `${adapter.id}:${adapter.accountId}`;
       const waiting = replayLater.get(key);
@@ -292,8 +289,8 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     mounts: [
       mountAdminRoutes({ store, sessions, transcripts, resetSession: (key) => gateway.runOnLane(key, () => runtime.resetByKey(key, 'admin')),
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)), budgetOf: (entry) => runtime.agentFor(entry.agentId).tokenBudget }),
-      mountOpenAIRoutes({ config, sink: inbound, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
-      mountCliRoutes({ sink: inbound, clock }),
+      mountOpenAIRoutes({ config, sink: gateway.sink, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
+      mountCliRoutes({ sink: gateway.sink, clock }),
       ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({
         channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())), sessionExists: async (key) => (await sessions.get(key)) !== undefined,
       })),

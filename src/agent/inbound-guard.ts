@@ -1,9 +1,6 @@
 import type { ResolvedConfig } from '../config/resolved.ts';
-import type { ChannelAdapter, InboundSink } from '../core/channel-adapter.ts';
 import { SwitchboardError } from '../core/errors.ts';
-import type { Logger } from '../core/logger.ts';
 import type { ChannelId, InboundMessage } from '../core/message.ts';
-import type { WarmOptions } from './tokens.ts';
 
 /** An inbound message is longer than its channel allows (HTTP 413 for API and web chat callers). */
 export class InboundTooLargeError extends SwitchboardError {
@@ -21,15 +18,8 @@ const CALLER_CHANNELS = new Set<ChannelId>(['webchat', 'api', 'cli']);
 /** Platform channels answer an oversized message in the chat it came from. */
 const PLATFORM_CHANNELS = new Set<ChannelId>(['telegram', 'discord', 'slack']);
 
-/** Options of {@link guardInbound}. */
-export interface InboundGuardOptions {
-  config: Pick<ResolvedConfig, 'gateway' | 'channels' | 'agents'>;
-  logger: Logger;
-  /** The adapter that answers a platform message. */
-  adapterFor(channel: string, accountId: string): ChannelAdapter | undefined;
-  /** How token counts are warmed (tests inject a clock and yields). */
-  warm?: WarmOptions;
-}
+/** The settings that say how long an inbound text may be. */
+type InboundLimitConfig = Pick<ResolvedConfig, 'gateway' | 'channels'>;
 
 function tooLongText(length: number, limit: number, setting: string): string {
   return `That message is too long for me: ${length} characters, and this channel takes at most ${limit} (${setting}). `
@@ -37,7 +27,7 @@ function tooLongText(length: number, limit: number, setting: string): string {
 }
 
 /** The largest inbound text (characters) a channel takes, and the setting that says so. */
-export function inboundLimitOf(config: InboundGuardOptions['config'], message: Pick<InboundMessage, 'channel' | 'accountId'>): { limit: number; setting: string } {
+export function inboundLimitOf(config: InboundLimitConfig, message: Pick<InboundMessage, 'channel' | 'accountId'>): { limit: number; setting: string } {
   const gateway = { limit: config.gateway.maxInboundChars, setting: 'gateway.maxInboundChars' };
   if (message.channel === 'webchat') {
     const own = config.channels.webchat.maxInboundChars;
@@ -61,7 +51,7 @@ export interface Oversize {
 }
 
 /** The refusal of a text over its channel's limit, or undefined when it fits (`internal` messages always fit). */
-export function oversizeOf(config: InboundGuardOptions['config'], message: InboundMessage): Oversize | undefined {
+export function oversizeOf(config: InboundLimitConfig, message: InboundMessage): Oversize | undefined {
   if (message.channel === 'internal') return undefined;
   const { limit, setting } = inboundLimitOf(config, message);
   const length = message.text.length;
@@ -71,14 +61,4 @@ export function oversizeOf(config: InboundGuardOptions['config'], message: Inbou
 /** Whether an oversized message is answered in its chat (platforms) rather than refused to a waiting caller (413). */
 export function answersInChat(channel: ChannelId): boolean {
   return PLATFORM_CHANNELS.has(channel) && !CALLER_CHANNELS.has(channel);
-}
-
-/**
- * The sink the channels and the HTTP API submit through. The size limit is no longer checked here: the
- * gateway checks it after the access policy, delivery dedupe and the rate limit (so a stranger, an
- * unaddressed group message or a redelivery is never answered "too long"), and warms long texts' token
- * counts on the session's lane, replays included. Kept so the callers that wrap the sink need not change.
- */
-export function guardInbound(sink: InboundSink, _options: InboundGuardOptions): InboundSink {
-  return sink;
 }
