@@ -4,7 +4,7 @@ import type { TokenUsage, TurnResult } from '../core/channel-adapter.ts';
 import type { Clock } from '../core/clock.ts';
 import { isAbortError, TurnAbortedError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import { targetOf, type InboundMessage, type OutboundMessage } from '../core/message.ts';
+import type { InboundMessage, OutboundMessage } from '../core/message.ts';
 import { requireProvider, type ProviderRegistry } from '../providers/registry.ts';
 import type { Provider, ProviderResponse, ToolSchema } from '../providers/types.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
@@ -21,8 +21,9 @@ import { registerContextCommands } from './context-commands.ts';
 import { ContextEngine, syntheticMessage, type CompactionOutcome, type ContextEngineDeps } from './context-engine.ts';
 import { MEMORY_WRITE } from './memory-flush.ts';
 import { ProviderCaller, type ProviderCallRequest } from './provider-call.ts';
+import { goalRunContinues, RunSettler } from './run-settle.ts';
 import { ephemeralSessionOf, sessionInitOf } from './session-init.ts';
-import { isBackgroundKind, pauseGoalRun, sourceIdOf } from './runs.ts';
+import { isBackgroundKind, sourceIdOf } from './runs.ts';
 import { toolSchemaTokens } from './tokens.ts';
 import { scopedEvent, TurnEvents, zeroUsage, type TurnScope } from './turn-events.ts';
 
@@ -86,12 +87,14 @@ export class AgentRuntime {
   readonly tools: ToolRegistry;
   private readonly batches: BatchRunner;
   private readonly caller: ProviderCaller;
+  private readonly settler: RunSettler;
   private lanes: LaneControl = { stop: () => false, depth: () => 0, isRunning: () => false };
   private readonly ephemeralHistories = new WeakMap<ActiveSession, TranscriptEntry[]>();
 
   constructor(options: RuntimeOptions) {
     this.options = options;
     this.events = options.events ?? new TurnEvents(options.logger);
+    this.settler = new RunSettler({ sessions: options.sessions, events: this.events, clock: options.clock, logger: options.logger });
     this.tools = options.tools ?? new ToolRegistry({ timeoutMs: options.config.tools.timeoutSeconds * 1000, maxResultChars: options.config.tools.maxResultChars });
     registerBuiltinCommands(this.commands);
     const timezoneOf = (e: SessionEntry) => this.resetPolicyOf(e).timezone ?? hostZone();
@@ -106,7 +109,7 @@ export class AgentRuntime {
     this.batches = new BatchRunner({
       config: options.config, clock: options.clock, events: this.events, contextEngine: this.contextEngine, registry: this.tools,
       historyOf: (s) => this.historyOf(s), appendEntries: (s, e) => this.appendEntries(s, e),
-      persist: (entry, logger) => this.persist(entry, logger), toolSchemas: (e, ephemeral) => this.toolSchemas(e, ephemeral),
+      persist: (entry, logger) => this.settler.persist(entry, logger), toolSchemas: (e, ephemeral) => this.toolSchemas(e, ephemeral),
       workspaceOf: (e) => this.agentFor(e.agentId).workspace, timezoneOf,
     });
     registerContextCommands(this.commands, this.contextEngine, options.logger);
@@ -191,37 +194,10 @@ export class AgentRuntime {
       }
       throw error;
     } finally {
-      await this.settleRunState(session, message, signal, outcome, logger, scope);
+      await this.settler.settleTurn(session, message, signal, outcome, logger, scope);
       if (!message.ephemeral) this.options.sessions.release(session);
       this.events.emit('onTurnEnd', scopedEvent(scope(), { outcome, usage, durationMs: this.options.clock.now() - started, at: this.options.clock.now() }));
     }
-  }
-
-  /** A turn that ended without finishing its batch: stopped (a goal run pauses), failed, or cut by shutdown (kept for recovery). */
-  private async settleRunState(session: ActiveSession, message: InboundMessage, signal: AbortSignal, outcome: TurnResult['outcome'], logger: Logger, scope: () => TurnScope): Promise<void> {
-    const entry = session.entry;
-    // The batch of this turn began (its checkpoint carries the turn's correlation id): a stopped or failed one is
-    // counted even when `/stop` already paused the run (runState `paused`, no longer `running`).
-    const batchRan = entry.checkpoint?.correlationId === scope().correlationId;
-    if (entry.runState !== 'running') {
-      if (batchRan && outcome === 'stopped') this.events.emit('onBatchEnd', scopedEvent(scope(), { background: isBackgroundKind(message.internal?.kind), outcome: 'stopped', batch: entry.checkpoint?.batch ?? 1, iterations: entry.checkpoint?.iteration ?? 0, at: this.options.clock.now() }));
-      return;
-    }
-    const shutdown = signal.aborted && signal.reason instanceof Error && signal.reason.message === 'shutdown';
-    if (shutdown) {
-      // Left `running` with its checkpoint: the next start resumes it (or replays its message).
-      logger.info({ checkpoint: entry.checkpoint }, 'turn cut short by shutdown; its checkpoint is kept for the next start');
-    } else if (outcome === 'stopped') {
-      entry.runState = entry.goal ? 'paused' : 'idle';
-    } else if (outcome === 'failed') {
-      entry.runState = 'failed';
-    } else {
-      entry.runState = 'idle';
-    }
-    if (outcome === 'stopped' || outcome === 'failed') {
-      this.events.emit('onBatchEnd', scopedEvent(scope(), { background: isBackgroundKind(message.internal?.kind), outcome: outcome === 'stopped' ? 'stopped' : 'failed', batch: entry.checkpoint?.batch ?? 1, iterations: entry.checkpoint?.iteration ?? 0, at: this.options.clock.now() }));
-    }
-    if (!message.ephemeral) await this.persist(entry, logger);
   }
 
   /** Answers `/stop` or `/status` at once, outside the session's lane. */
@@ -252,36 +228,13 @@ export class AgentRuntime {
   }
 
   /** `/stop` for a stored key (admin API): aborts its running turn and pauses its goal run. Undefined when the key is unknown. */
-  async stopByKey(key: string): Promise<{ entry: SessionEntry; stopped: boolean } | undefined> {
-    const stored = await this.options.sessions.get(key);
-    if (!stored) return undefined;
-    const stopped = this.lanes.stop(key);
-    const session = await this.options.sessions.acquire({ ...stored });
-    try {
-      if (pauseGoalRun(session.entry)) await this.persist(session.entry, this.options.logger);
-      return { entry: session.entry, stopped };
-    } finally {
-      this.options.sessions.release(session);
-    }
+  stopByKey(key: string): Promise<{ entry: SessionEntry; stopped: boolean } | undefined> {
+    return this.settler.stopStored(key, () => this.lanes.stop(key));
   }
 
-  /**
-   * At start: a run the last process left `running` that nothing resumes ends `failed` (its turn died with that
-   * process). Call it on the session's lane. True when the entry changed.
-   */
-  async settleStaleRun(key: string): Promise<boolean> {
-    const stored = await this.options.sessions.get(key);
-    if (!stored) return false;
-    const session = await this.options.sessions.acquire({ ...stored });
-    try {
-      if (session.entry.runState !== 'running') return false;
-      session.entry.runState = 'failed';
-      await this.persist(session.entry, this.options.logger);
-      this.options.logger.info({ sessionKey: key, checkpoint: session.entry.checkpoint }, 'a run the last stop left running ends failed: nothing resumes it');
-      return true;
-    } finally {
-      this.options.sessions.release(session);
-    }
+  /** At start: a run the last process left `running` that nothing resumes ends `failed` (on the session's lane). True when the entry changed. */
+  settleStaleRun(key: string): Promise<boolean> {
+    return this.settler.settleStale(key);
   }
 
   /** Compacts a stored session by key (admin API). Undefined when the key is unknown. */
@@ -311,7 +264,7 @@ export class AgentRuntime {
 
     if (message.internal) {
       // Internal messages are never commands or reset triggers: a model cannot /reset or /stop another session.
-      if (isBackgroundKind(message.internal.kind) && !this.goalRunContinues(session.entry)) {
+      if (isBackgroundKind(message.internal.kind) && !goalRunContinues(session.entry, this.options.config.backgroundExecution.enabled)) {
         logger.info({ runState: session.entry.runState, kind: message.internal.kind }, 'background batch skipped: the run was stopped, finished or its goal cleared');
         return { outcome: 'skipped', replies: [] };
       }
@@ -325,7 +278,7 @@ export class AgentRuntime {
           logger.info({ sessionId: session.entry.sessionId }, 'session reset by trigger');
         }
         if (!trigger.rest) {
-          await this.finishEntry(session, input, now, false);
+          await this.settler.finishEntry(session, message, input.logger, now, false);
           return { outcome: 'command', replies: [reply(`New session started (${session.entry.sessionId.slice(0, 8)}). What shall we talk about?`, 'command')] };
         }
         text = trigger.rest;
@@ -340,7 +293,7 @@ export class AgentRuntime {
       const command = this.commands.match(text);
       if (command) {
         const answer = await command.command.run({ session, message, args: command.args, services: this.services(), correlationId: input.correlationId, signal: input.signal });
-        await this.finishEntry(session, input, now, false);
+        await this.settler.finishEntry(session, message, input.logger, now, false);
         return { outcome: 'command', replies: [reply(answer, 'command', notice)] };
       }
     }
@@ -350,11 +303,11 @@ export class AgentRuntime {
     entry.runState = 'running';
     if (!message.ephemeral && entry.messageCount === 0) {
       // The entry names the new transcript before the file exists, so a crash never leaves a transcript no entry points to.
-      await this.persist(entry, logger);
+      await this.settler.persist(entry, logger);
       await this.options.transcripts.create(entry.sessionId, entry.key, new Date(now));
     }
     const result = await this.batches.run(session, batchInputOf(input, text, priorRunState), { usage, state, logger, scope });
-    await this.finishEntry(session, input, this.options.clock.now(), true);
+    await this.settler.finishEntry(session, message, input.logger, this.options.clock.now(), true);
     if (result.outcome === 'skipped') return { outcome: 'skipped', replies: [] };
     return { outcome: 'replied', replies: result.text ? [reply(result.text, 'reply', notice)] : [], ...(result.continuation ? { continuation: result.continuation } : {}) };
   }
@@ -367,20 +320,6 @@ export class AgentRuntime {
     if (session.entry.lastResetReason !== 'manual') return false;
     const first = (await this.historyOf(session)).find((e) => e.type === 'message');
     return !first || (first.type === 'message' && first.role === 'user' && first.sourceId === sourceIdOf(message));
-  }
-
-  /** True when a background batch should still run: a goal, background on, and a run that was not stopped or finished. */
-  private goalRunContinues(entry: SessionEntry): boolean {
-    if (!entry.goal || !this.options.config.backgroundExecution.enabled) return false;
-    // `running` here means a batch was cut short (a lane runs one turn at a time): a replayed continuation goes on.
-    return entry.runState === 'running' || entry.runState === 'continuing';
-  }
-
-  /** Persists an entry; a store outage is logged (the write is retried at the next turn or at shutdown), never thrown. */
-  private async persist(entry: SessionEntry, logger: Logger): Promise<void> {
-    await this.options.sessions.save(entry).catch((err: unknown) => {
-      logger.error({ err, sessionKey: entry.key }, 'session entry not persisted after retries; it is written again at the next turn or at shutdown');
-    });
   }
 
   /** `memory_write` for the silent flush before compaction (SPEC §5, §11). */
@@ -420,19 +359,6 @@ export class AgentRuntime {
     if (ephemeral) ephemeral.push(...entries);
     else await this.options.transcripts.append(session.entry.sessionId, entries);
     session.entry.messageCount += entries.filter((e) => e.type === 'message').length;
-  }
-
-  private async finishEntry(session: ActiveSession, input: TurnInput, now: number, activity: boolean): Promise<void> {
-    const entry = session.entry;
-    if (activity) entry.updatedAt = now;
-    if (entry.runState === 'running') entry.runState = 'idle';
-    if (!input.message.internal) {
-      if (input.message.sender.name && input.message.chatType === 'direct') entry.displayName = input.message.sender.name;
-      entry.deliveryTarget = targetOf(input.message);
-    }
-    if (input.message.ephemeral) return;
-    // The transcript already holds the turn; a store outage must not turn the reply into an apology.
-    await this.persist(entry, input.logger ?? this.options.logger);
   }
 
   private async resetSession(session: ActiveSession, reason: ResetReason | 'manual', ephemeral?: boolean): Promise<void> {
