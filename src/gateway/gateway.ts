@@ -1,25 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentRuntime } from '../agent/runtime.ts';
 import { zeroUsage } from '../agent/turn-events.ts';
-import { answersInChat, InboundTooLargeError, oversizeOf, type Oversize } from '../agent/inbound-guard.ts';
 import { warmTokenCounts, type WarmOptions } from '../agent/tokens.ts';
-import type { ChannelAccountConfig, ResolvedConfig } from '../config/resolved.ts';
+import type { ResolvedConfig } from '../config/resolved.ts';
 import type { ChannelAdapter, InboundSink, Submission, SubmitOptions, TurnResult } from '../core/channel-adapter.ts';
 import type { Clock } from '../core/clock.ts';
 import { isAbortError, SessionKeyError, ShuttingDownError, SwitchboardError, TurnAbortedError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { InboundMessage, OutboundMessage } from '../core/message.ts';
-import { decideAccess } from '../routing/access-policy.ts';
 import type { PairingStore } from '../routing/pairing.ts';
 import { agentOf } from '../routing/bindings.ts';
 import { buildSessionKey, parseSessionKey } from '../routing/session-key.ts';
+import { Admission } from './admission.ts';
 import { GroupContextBuffer } from './group-context.ts';
 import { Outbound } from './outbound.ts';
-import type { QueuedJob, SeenOutcome, SharedGroupContext, SharedQueue } from './shared-queue.ts';
+import type { QueuedJob, SharedGroupContext, SharedQueue } from './shared-queue.ts';
 import type { Inbox, PendingMessage } from './inbox.ts';
 import { LaneScheduler } from './lanes.ts';
 import { BackgroundRuns } from './background-runs.ts';
-import { SenderRateLimiter } from './rate-limit.ts';
 import { internalMessage } from '../core/internal-message.ts';
 import type { InternalRoute } from '../core/message.ts';
 import { goalPrompt, isBackgroundKind } from '../agent/runs.ts';
@@ -72,10 +70,10 @@ export class Gateway {
   /** Background batches of goal runs (their own concurrency limit). */
   readonly background: BackgroundRuns;
   readonly stats: GatewayStats = { accepted: 0, duplicates: 0, blocked: 0, skipped: 0, failed: 0, rateLimited: 0 };
-  private readonly rateLimiter: SenderRateLimiter;
   private readonly options: GatewayOptions;
   private readonly outbound: Outbound;
   private readonly groupContext: GroupContextBuffer;
+  private readonly admission: Admission;
   /** The agents' models, whose encodings long texts are warmed for. */
   private readonly models: string[];
   private closing = false;
@@ -85,9 +83,13 @@ export class Gateway {
     this.outbound = new Outbound({ inbox: options.inbox, queue: options.queue, typingIntervalMs: options.typingIntervalMs });
     this.lanes = new LaneScheduler({ maxConcurrent: options.config.agentDefaults.maxConcurrent });
     this.background = new BackgroundRuns(options.config.backgroundExecution.maxConcurrentBackgroundTurns);
-    this.rateLimiter = new SenderRateLimiter(options.config.limits.perSender, options.clock);
     this.groupContext = new GroupContextBuffer({ limit: options.config.session.groupContextLimit });
     this.models = [...new Set(options.config.agents.map((a) => a.model))];
+    this.admission = new Admission({
+      options, stats: this.stats, outbound: this.outbound, groupContext: this.groupContext, sessionKeyOf: (message) => this.sessionKeyOf(message),
+      runImmediate: (message, key, correlationId, logger) => this.runImmediate(message, key, correlationId, logger),
+      enqueue: (message, key, correlationId, submitOptions, logger, durable) => this.enqueue(message, key, correlationId, submitOptions, logger, durable),
+    });
     options.runtime.attachLanes({
       stop: (key) => { const stopped = this.lanes.stop(key); options.onStop?.(key); return stopped; },
       depth: (key) => this.lanes.depth(key),
@@ -138,113 +140,13 @@ export class Gateway {
     const journaled = Boolean(inbox) || Boolean(this.options.queue);
     const durable = journaled && DURABLE_CHANNELS.has(message.channel);
     const deduped = journaled && (durable || Boolean(message.deliveryId));
-    if (inbox && deduped && !inbox.claim(message)) return this.duplicate(message, correlationId, logger);
+    if (inbox && deduped && !inbox.claim(message)) return this.admission.duplicate(message, correlationId, logger);
     try {
-      return await this.route(message, options, correlationId, logger, durable, deduped);
+      return await this.admission.route(message, options, correlationId, logger, durable, deduped);
     } catch (error) {
       if (inbox && deduped) inbox.unclaim(message);
       throw error;
     }
-  }
-
-  private duplicate(message: InboundMessage, correlationId: string, logger: Logger): Submission {
-    this.stats.duplicates++;
-    logger.info({ messageId: message.id, deliveryId: message.deliveryId }, 'duplicate delivery ignored');
-    return { status: 'duplicate', correlationId, done: Promise.resolve(undefined) };
-  }
-
-  /** Records a delivery id whose message is not queued; false when a cluster replica had seen it already. */
-  private async seen(message: InboundMessage, deduped: boolean, outcome: SeenOutcome): Promise<boolean> {
-    if (!deduped) return true;
-    this.options.inbox?.markSeen(message);
-    return this.options.queue ? this.options.queue.markSeen(message, outcome) : true;
-  }
-
-  private async route(message: InboundMessage, options: SubmitOptions, correlationId: string, logger: Logger, durable: boolean, deduped: boolean): Promise<Submission> {
-    const done = (result?: TurnResult) => Promise.resolve(result);
-    const inbox = this.options.inbox;
-    const queue = this.options.queue;
-    const isCommand = message.text.trim().startsWith('/');
-    const decision = await decideAccess(message, this.accountConfig(message), this.options.pairing, { isCommand });
-    let sessionKey: string;
-    try {
-      sessionKey = this.sessionKeyOf(message);
-    } catch (error) {
-      logger.warn({ err: error }, 'message has no valid session key; dropped');
-      this.stats.blocked++;
-      await this.seen(message, deduped, 'blocked');
-      return { status: 'blocked', correlationId, done: done() };
-    }
-    if (decision.action === 'block') {
-      if (!(await this.seen(message, deduped, 'blocked'))) return this.duplicate(message, correlationId, logger);
-      this.stats.blocked++;
-      logger.info({ reason: decision.reason, peerId: message.peerId }, 'message refused by policy');
-      if (decision.reply) await this.outbound.deliver(message, { text: decision.reply, kind: 'pairing', threadId: message.threadId }, logger);
-      return { status: 'blocked', sessionKey, correlationId, done: done() };
-    }
-    if (decision.action === 'skip') {
-      if (!(await this.seen(message, deduped, 'skipped'))) return this.duplicate(message, correlationId, logger);
-      this.stats.skipped++;
-      const item = { name: message.sender.name ?? message.sender.username ?? message.sender.id, text: message.text, at: message.receivedAt };
-      // An oversized message is not kept either: as context it would reach the model past the size limit.
-      if (message.text.trim() && !oversizeOf(this.options.config, message)) await (this.options.sharedGroupContext?.add(sessionKey, item) ?? this.groupContext.add(sessionKey, item));
-      return { status: 'skipped', sessionKey, correlationId, done: done() };
-    }
-    const immediate = !message.internal && this.options.runtime.isImmediate(message.text);
-    if (!immediate && !message.internal) {
-      // /stop and /status are never limited; nothing a tool or a goal run queues is either.
-      const limited = this.rateLimiter.take(message.rateLimitKey ?? `${message.channel}:${message.peerId}`);
-      if (!limited.allowed) return this.refuseRate(message, sessionKey, correlationId, limited, logger, deduped);
-    }
-    const oversize = oversizeOf(this.options.config, message);
-    if (oversize) return this.refuseOversize(message, sessionKey, correlationId, oversize, logger, deduped);
-    if (immediate) {
-      if (!(await this.seen(message, deduped, 'immediate'))) return this.duplicate(message, correlationId, logger);
-      this.stats.accepted++;
-      return { status: 'accepted', sessionKey, correlationId, done: this.runImmediate(message, sessionKey, correlationId, logger) };
-    }
-    if (queue && durable) {
-      // Cluster mode: committed to the shared queue; whichever replica takes the session runs it.
-      const queued = await queue.accept(message, sessionKey, correlationId);
-      if (!queued.accepted) return this.duplicate(message, correlationId, logger);
-      this.stats.accepted++;
-      return { status: 'accepted', sessionKey, correlationId, done: queue.whenDone(sessionKey, queued.seq) };
-    }
-    if (durable && inbox) await inbox.accept(message, correlationId);
-    else if (!(await this.seen(message, deduped, 'accepted'))) return this.duplicate(message, correlationId, logger);
-    this.stats.accepted++;
-    return { status: 'accepted', sessionKey, correlationId, done: this.enqueue(message, sessionKey, correlationId, options, logger, durable) };
-  }
-
-  /** Over `limits.perSender`: not queued, journaled as refused, the sender told once per window (SPEC §14). */
-  private async refuseRate(
-    message: InboundMessage, sessionKey: string, correlationId: string, limited: { retryAfterMs: number; notify: boolean }, logger: Logger, deduped: boolean,
-  ): Promise<Submission> {
-    this.stats.rateLimited++;
-    const retryAfterSeconds = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
-    this.options.runtime.events.emit('onRefusal', { reason: 'rate_limit', correlationId, channel: message.channel, sessionKey, at: this.options.clock.now() });
-    logger.info({ sessionKey, peerId: message.peerId, retryAfterSeconds }, 'message refused: the sender is over limits.perSender');
-    if (this.options.inbox && deduped) await this.options.inbox.refuse(message).catch((err: unknown) => logger.warn({ err }, 'could not journal a refused message'));
-    if (this.options.queue && deduped) await this.options.queue.markSeen(message, 'refused').catch((err: unknown) => logger.warn({ err }, 'could not record a refused message'));
-    if (limited.notify) {
-      const perMinute = this.options.config.limits.perSender.perMinute;
-      await this.outbound.deliver(message, { text: `Slow down, please: I take at most ${perMinute} message${perMinute === 1 ? '' : 's'} a minute from each person. Messages sent in the next ${retryAfterSeconds} s are not answered.`, kind: 'notice', threadId: message.threadId, replyTo: message.id }, logger);
-    }
-    return { status: 'rate_limited', retryAfterSeconds, sessionKey, correlationId, done: Promise.resolve(undefined) };
-  }
-
-  /**
-   * Over its channel's size limit: a waiting caller gets the error (413); a platform sender one line in the
-   * chat, once per delivery. Checked only here, after policy, dedupe and the rate limit (no amplification).
-   */
-  private async refuseOversize(message: InboundMessage, sessionKey: string, correlationId: string, oversize: Oversize, logger: Logger, deduped: boolean): Promise<Submission> {
-    logger.warn({ length: oversize.length, limit: oversize.limit, messageId: message.id }, 'inbound message over the size limit; refused');
-    if (!answersInChat(message.channel)) throw new InboundTooLargeError(oversize.length, oversize.limit, oversize.setting);
-    if (!(await this.seen(message, deduped, 'blocked'))) return this.duplicate(message, correlationId, logger);
-    this.stats.blocked++;
-    // Answered in the background: the platform's acknowledgement does not wait for the reply.
-    void this.outbound.deliver(message, { text: oversize.text, kind: 'error', threadId: message.threadId }, logger);
-    return { status: 'blocked', sessionKey, correlationId, done: Promise.resolve(undefined) };
   }
 
   /** Runs work on a session's lane, in order with its messages (admin reset and compact). */
@@ -298,12 +200,6 @@ export class Gateway {
 
   get isClosing(): boolean {
     return this.closing;
-  }
-
-  private accountConfig(message: InboundMessage): ChannelAccountConfig | undefined {
-    const channels = this.options.config.channels as unknown as Record<string, ChannelAccountConfig[] | undefined>;
-    const list = channels[message.channel];
-    return Array.isArray(list) ? list.find((a) => a.accountId === message.accountId) : undefined;
   }
 
   private async runImmediate(message: InboundMessage, key: string, correlationId: string, logger: Logger): Promise<TurnResult | undefined> {
