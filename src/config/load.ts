@@ -67,14 +67,26 @@ export function loadConfig(options: LoadConfigOptions = {}): ResolvedConfig {
     const where = configPath ? ` in ${configPath}` : '';
     throw new ConfigError(`Invalid configuration${where}:\n  - ${issues.join('\n  - ')}`, issues);
   }
-  parsed.data.mcp = withEnvReferences(parsed.data.mcp, env);
-  return resolveConfig(parsed.data, cwd, configPath);
+  const substituted: string[] = [];
+  parsed.data.mcp = withEnvReferences(parsed.data.mcp, env, substituted);
+  const resolved = resolveConfig(parsed.data, cwd, configPath);
+  // A value put inside a longer one (`Bearer ${TOKEN}`) must stay out of logs on its own too.
+  for (const value of substituted) if (value.length >= 6 && !resolved.secrets.includes(value)) resolved.secrets.push(value);
+  return resolved;
 }
 
-/** Replaces `${NAME}` in MCP servers' `env` and `headers` values from the environment; a missing name stops start-up. */
-function withEnvReferences(mcp: ParsedConfig['mcp'], env: NodeJS.ProcessEnv): ParsedConfig['mcp'] {
+/**
+ * Replaces `${NAME}` in MCP servers' `env` and `headers` values from the environment (each value put in is
+ * added to `substituted`); a missing name stops start-up, unless the server is disabled (`enabled: false`),
+ * whose values are left as written.
+ */
+function withEnvReferences(mcp: ParsedConfig['mcp'], env: NodeJS.ProcessEnv, substituted: string[]): ParsedConfig['mcp'] {
   const servers: ParsedConfig['mcp']['servers'] = {};
   for (const [name, server] of Object.entries(mcp.servers)) {
+    if (server.enabled === false) {
+      servers[name] = server;
+      continue;
+    }
     const field = 'url' in server ? 'headers' : 'env';
     const values = 'url' in server ? server.headers : server.env;
     const resolved: Record<string, string> = {};
@@ -82,6 +94,7 @@ function withEnvReferences(mcp: ParsedConfig['mcp'], env: NodeJS.ProcessEnv): Pa
       resolved[key] = value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, variable: string) => {
         const found = env[variable];
         if (found === undefined) throw new ConfigError(`Invalid configuration: mcp.servers.${name}.${field}.${key} names \${${variable}}, which is not set in the environment or .env.`);
+        substituted.push(found);
         return found;
       });
     }
