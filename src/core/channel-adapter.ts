@@ -77,6 +77,11 @@ export interface ChannelAdapter {
   /** Current state; `failed` carries `statusDetail`. */
   readonly status: ChannelStatus;
   readonly statusDetail?: string;
+  /**
+   * The error behind a `failed` state reached after start-up (a token revoked mid-run), with its code, so the
+   * supervisor can tell a definite auth failure (stop retrying) from a passing one.
+   */
+  readonly lastFailure?: Error;
   /** Starts intake. Rejects with a ChannelError (one clear line) when the channel cannot start. */
   start(sink: InboundSink): Promise<void>;
   /** Stops intake and releases connections. */

@@ -222,7 +222,7 @@ export class ChannelSupervisor {
       if (this.stopping || entry.health.state !== 'connected' || entry.adapter.status !== 'failed') continue;
       const detail = entry.adapter.statusDetail ?? 'the channel reported a failure';
       // The adapter's own error keeps its code: a token revoked while running gives up instead of retrying forever.
-      const failure = (entry.adapter as ChannelAdapter & { readonly lastFailure?: unknown }).lastFailure;
+      const failure = entry.adapter.lastFailure;
       await entry.adapter.stop().catch(() => undefined);
       this.failed(entry, failure instanceof Error ? failure : new Error(detail), 'stopped');
     }
