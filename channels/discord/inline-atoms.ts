@@ -43,7 +43,10 @@ export function inlineAtoms(paragraph: string, maxUrl: number): MarkupAtom[] {
   for (const p of pieces) {
     switch (p.type) {
       case 'text':
-        appendAll(atoms, textAtoms(p.text));
+        for (const a of textAtoms(p.text)) {
+          // A `>` or `#` that a cut puts at the start of a message would make it a quote or a heading there.
+          atoms.push(a.raw === '>' || a.raw === '#' ? { ...a, units: 2, startRaw: `\\${a.raw}` } : a);
+        }
         break;
       case 'atom':
         atoms.push({ kind: 'text', raw: p.raw, units: p.raw.length });

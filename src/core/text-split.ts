@@ -19,6 +19,8 @@ export interface TextAtom {
   breakAfter?: BreakRank;
   /** Whitespace dropped when it falls at the edge of a message. */
   trim?: boolean;
+  /** Sent instead of `raw` when the atom starts a message (`\>` for a `>` that would quote it); `units` counts it. */
+  startRaw?: string;
 }
 
 /** The start of a span (bold, a link, a code block): closed at a cut, reopened after it. */
@@ -325,6 +327,8 @@ function chooseBreak(breaks: readonly Break[], limit: number, fits: readonly boo
 
 interface Entry {
   raw: string;
+  /** What to send when the entry starts the message. */
+  startRaw?: string;
   kind: 'open' | 'close' | 'text';
   /** Text that is not edge whitespace. */
   content: boolean;
@@ -347,7 +351,7 @@ function assemble(atoms: readonly MarkupAtom[], start: readonly number[], from: 
       last = entries.length;
       visible ||= a.raw.trim() !== '';
     }
-    entries.push({ raw: a.raw, kind: a.kind, content });
+    entries.push({ raw: a.raw, kind: a.kind, content, ...(a.kind === 'text' && a.startRaw !== undefined ? { startRaw: a.startRaw } : {}) });
   }
   if (!visible) return undefined;
   for (let k = open.length - 1; k >= 0; k--) entries.push({ raw: (atoms[open[k]!] as OpenAtom).close, kind: 'close', content: false });
@@ -369,6 +373,6 @@ function assemble(atoms: readonly MarkupAtom[], start: readonly number[], from: 
     } else if (e.content && spans.length) spans.at(-1)!.content = true;
   }
   let out = '';
-  for (const e of entries) if (!e.removed) out += e.raw;
+  for (const e of entries) if (!e.removed) out += out === '' && e.startRaw !== undefined ? e.startRaw : e.raw;
   return out;
 }

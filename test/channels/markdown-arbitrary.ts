@@ -31,6 +31,8 @@ const word: fc.Arbitrary<string> = fc.oneof(
   { weight: 60, arbitrary: fc.constantFrom(...HTMLISH) },
   { weight: 30, arbitrary: fc.constantFrom('.', ',', '!', '?', ':', '42', '3.14') },
   { weight: 3, arbitrary: fc.tuple(fc.constantFrom('x', '漢', '👨‍👩‍👧‍👦', '🇫🇷', 'ab'), fc.integer({ min: 100, max: 800 })).map(([s, n]) => s.repeat(n)) },
+  // A mention-like piece, sometimes far too long to be one (a splitter must still be able to cut it).
+  { weight: 2, arbitrary: fc.tuple(fc.constantFrom('<@', '<#', '<@&'), fc.oneof(fc.integer({ min: 5, max: 20 }), fc.integer({ min: 2000, max: 4500 }))).map(([p, n]) => `${p}${'1'.repeat(n)}>`) },
 );
 
 /** A word of quoted text: Q and capitals, which no other generated text contains. */

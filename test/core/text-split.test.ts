@@ -118,3 +118,13 @@ describe('textAtoms and splitMarkup: edges', () => {
     expect(splitMarkup([...textAtoms('ab '), { kind: 'text', raw: '<@1234567>', units: 10 }, ...textAtoms(' cd')], 6)).toEqual(['ab', '<@1234567>', 'cd']);
   });
 });
+
+describe('splitMarkup: startRaw', () => {
+  it('an atom that starts a message is sent as its startRaw, elsewhere as its raw', () => {
+    const gt: MarkupAtom = { kind: 'text', raw: '>', units: 2, startRaw: '\\>' };
+    const atoms: MarkupAtom[] = [...textAtoms('ab '), gt, ...textAtoms(' cd '), gt];
+    expect(splitMarkup(atoms, 20)).toEqual(['ab > cd >']);
+    expect(splitMarkup(atoms, 4)).toEqual(['ab', '\\>', 'cd', '\\>']);
+  });
+});
+

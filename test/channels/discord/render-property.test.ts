@@ -27,7 +27,7 @@ function visible(markdown: string, longUrl = Infinity): string {
   let inFence = false;
   return markdown.split('\n').filter((l) => (FENCE_LINE.test(l) ? ((inFence = !inFence), false) : true)).map((l) => l.replace(/^[ \t]*>[ \t]?/, '')).join('\n')
     .replace(LINK, (_m, label: string, url: string) => (url.length > longUrl ? `${label} ${url}` : label))
-    .replace(/[*_~|`[\]()]/g, '');
+    .replace(/[*_~|`[\]()]/g, '').replace(/\\([>#])/g, '$1');
 }
 
 const squeeze = (s: string) => s.replace(/\s+/g, '');
@@ -39,7 +39,8 @@ describe('Discord rendering, property-based (fast-check)', () => {
       const chunks = splitDiscordText(markdown, limit);
       for (const [i, chunk] of chunks.entries()) {
         expect(chunk.length).toBeLessThanOrEqual(limit);
-        expect(visible(chunk).trim()).not.toBe('');
+        // Parentheses outside a link are text (the `)` that ends a long URL written out may be a message of its own).
+        expect(visible(chunk).trim() || chunk.replace(LINK, '').replace(/[^()]/g, '')).not.toBe('');
         expect(chunk).not.toMatch(LONE_SURROGATE);
         // A reply that fits is sent as the model wrote it, an unclosed block included.
         if (chunk !== markdown.replace(/\r\n?/g, '\n')) expect(markupError(chunk), chunk.slice(0, 300)).toBeUndefined();
