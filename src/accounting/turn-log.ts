@@ -9,6 +9,8 @@ import { plural } from '../core/plural.ts';
 export function turnLogObserver(logger: Logger): TurnObserver {
   return {
     onTurnEnd(event) {
+      // Built only when it will be written: every turn passes here.
+      if (!logger.isLevelEnabled('info')) return;
       const u = event.usage;
       const total = u.inputTokens + u.outputTokens + u.cacheReadTokens + u.cacheWriteTokens;
       logger.info({
