@@ -162,6 +162,17 @@ type FrameClient = {
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/**
+ * Names the Socket Mode client emits for its own state and plumbing. It emits every envelope under its
+ * type (an events_api one under its event's type) on the same emitter: an envelope typed `connected` or
+ * `disconnected` would drive the client's connection logic (a reconnect while the old socket is open,
+ * duplicate connections), and one typed `error` throws when nobody listens for it.
+ */
+const RESERVED_NAMES = new Set([
+  'connecting', 'connected', 'reconnecting', 'disconnecting', 'disconnected', 'authenticated',
+  'slack_event', 'ws_message', 'outgoing_message', 'error', 'close', 'open', 'newListener', 'removeListener',
+]);
+
 /** Why a Socket Mode frame cannot be handed to the client, and its envelope id to acknowledge it by. */
 export function frameProblem(data: unknown, isBinary: boolean): { reason: string; envelopeId?: string } | undefined {
   if (isBinary) return undefined; // the client ignores binary frames itself
@@ -174,10 +185,14 @@ export function frameProblem(data: unknown, isBinary: boolean): { reason: string
   if (!isRecord(frame)) return { reason: 'the frame is not an object' };
   if (typeof frame.type !== 'string') return { reason: 'the frame has no type' };
   const envelopeId = typeof frame.envelope_id === 'string' ? frame.envelope_id : undefined;
+  if (RESERVED_NAMES.has(frame.type)) return { reason: `the envelope type "${frame.type}" is a name the client uses itself`, ...(envelopeId ? { envelopeId } : {}) };
   if (frame.type === 'events_api') {
     const payload = frame.payload;
     if (!isRecord(payload) || !isRecord(payload.event) || typeof payload.event.type !== 'string') {
       return { reason: 'an events_api envelope without an event', ...(envelopeId ? { envelopeId } : {}) };
+    }
+    if (RESERVED_NAMES.has(payload.event.type)) {
+      return { reason: `the event type "${payload.event.type}" is a name the client uses itself`, ...(envelopeId ? { envelopeId } : {}) };
     }
   }
   return undefined;

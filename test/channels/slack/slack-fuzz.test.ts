@@ -4,6 +4,7 @@ import { normalizeSlackEvent, type SlackMessageEvent } from '../../../channels/s
 import { processGuardStats } from '../../../src/core/process-guard.ts';
 import type { RunningGateway } from '../../../src/main.ts';
 import { channelMessageEvent, dmEvent, eventCallback, mentionEvent, slackSignedHeaders, startFakeSlack, type FakeSlack } from '../../fakes/fake-slack.ts';
+import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram.ts';
 import { startTestGateway, tempDir } from '../../helpers/gateway.ts';
 import { junk, mutated } from '../../helpers/mutations.ts';
 import { APP_TOKEN, BOT_TOKEN, capturingLogger, postSlack, SIGNING_SECRET } from './helpers.ts';
@@ -25,6 +26,19 @@ const envelope = fc.oneof(
   { weight: 1, arbitrary: junk },
 );
 const BAD_ID = /undefined|null|NaN|\[object/;
+
+/** Names the Socket Mode client uses for its own state and plumbing: never an envelope's or event's type. */
+const RESERVED = ['connected', 'disconnected', 'connecting', 'reconnecting', 'disconnecting', 'authenticated', 'error', 'slack_event', 'ws_message', 'outgoing_message'];
+const SLASH = { command: '/status', text: '', user_id: 'U666', channel_id: 'D666', team_id: 'T1', trigger_id: 't', response_url: 'http://127.0.0.1:9/x' };
+const INTERACTIVE = { type: 'block_actions', user: { id: 'U666' }, team: { id: 'T1' }, actions: [{ action_id: 'a', type: 'button', value: 'v' }], trigger_id: 't' };
+/** Any Socket Mode frame but `disconnect` (which really asks for a reconnect; tested on its own). */
+const socketFrame = fc.record({
+  type: fc.oneof(fc.constantFrom('events_api', 'slash_commands', 'interactive', 'hello', 'nonsense', '', ...RESERVED), fc.string({ maxLength: 10 }).filter((t) => t !== 'disconnect')),
+  envelope_id: fc.oneof(fc.uuid(), junk),
+  payload: fc.oneof(fc.constant(null), junk, mutated(SLASH), mutated(INTERACTIVE), fc.constantFrom(...EVENTS).chain((e) => mutated(eventCallback(e))),
+    fc.constantFrom(...RESERVED).map((type) => eventCallback({ ...EVENTS[0], type }))),
+  accepts_response_payload: fc.oneof(fc.boolean(), junk),
+}, { requiredKeys: ['type'] });
 
 const webchat = (gw: RunningGateway) => fetch(`${gw.url}/webchat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'web', text: 'still there?' }) });
 
@@ -109,26 +123,38 @@ describe('slack intake under malformed envelopes and events', () => {
 
   describe('Socket Mode (envelopes)', () => {
     let slack: FakeSlack;
+    let telegram: FakeTelegram;
     let tmp: ReturnType<typeof tempDir>;
     let gw: RunningGateway;
+    const log = capturingLogger();
     const guardBefore = { ...processGuardStats };
     let probes = 0;
 
     beforeAll(async () => {
       slack = await startFakeSlack({ appToken: APP_TOKEN });
+      telegram = await startFakeTelegram();
       tmp = tempDir('switchboard-slack-socket-fuzz-');
       gw = await startTestGateway({
-        dir: tmp.dir,
-        env: { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_APP_TOKEN: APP_TOKEN, SLACK_API_URL: slack.apiUrl },
-        config: { channels: { slack: { dmPolicy: 'allowlist', allowFrom: ['U42'], channels: ['C777'] } } },
+        dir: tmp.dir, logger: log.logger,
+        env: { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_APP_TOKEN: APP_TOKEN, SLACK_API_URL: slack.apiUrl, TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot },
+        config: { channels: { slack: { dmPolicy: 'allowlist', allowFrom: ['U42'], channels: ['C777'] }, telegram: { dmPolicy: 'open' } } },
       });
       await slack.waitForSocket();
     });
     afterAll(async () => {
       await gw?.stop();
       await slack?.close();
+      await telegram?.close();
       tmp?.remove();
     });
+
+    /** The web chat and another platform channel (Telegram, polling) still answer. */
+    async function othersAnswer(): Promise<void> {
+      expect((await webchat(gw)).status).toBe(200);
+      const text = `telegram probe ${++probes}`;
+      telegram.pushUpdate({ message: { message_id: probes, date: 1, chat: { id: 4242, type: 'private' }, from: { id: 4242, is_bot: false, first_name: 'Tom' }, text } });
+      await telegram.waitFor('sendMessage', (c) => String(c.body.text).includes(`You said: "${text}"`), 10_000);
+    }
 
     async function probe(): Promise<void> {
       const text = `probe ${++probes}`;
@@ -151,9 +177,50 @@ describe('slack intake under malformed envelopes and events', () => {
         await probe();
       }), { numRuns: 8, seed: 16_007, endOnFailure: true });
       expect(n).toBe(400);
-      expect((await webchat(gw)).status).toBe(200);
+      await othersAnswer();
       expect(gw.adapters.find((a) => a.id === 'slack')!.status).toBe('running');
       expect(processGuardStats).toEqual(guardBefore);
     }, 120_000);
+
+    it('refuses envelopes typed as the client\'s own state events ("connected", "disconnected", ...): no reconnect, no second connection', async () => {
+      const frames = [
+        ...RESERVED.map((type, i) => ({ type, envelope_id: `reserved-${i}`, payload: {} })),
+        ...RESERVED.map((type, i) => ({ type: 'events_api', envelope_id: `reserved-event-${i}`, payload: eventCallback({ ...dmEvent('x'), type }) })),
+      ];
+      const seen = log.lines().length;
+      for (const frame of frames) slack.sendRaw(JSON.stringify(frame));
+      await probe();
+      const lines = log.lines().slice(seen);
+      expect(lines.filter((l) => l.msg === 'slack: dropped a malformed Socket Mode frame')).toHaveLength(frames.length);
+      expect(lines.filter((l) => /Socket Mode connection lost|reconnect/.test(String(l.msg)))).toEqual([]);
+      // Each refused envelope is acknowledged (Slack would send it again otherwise, as malformed).
+      for (const frame of frames) expect(slack.acks).toContain(frame.envelope_id);
+      expect(slack.sockets).toBe(1);
+      expect(processGuardStats).toEqual(guardBefore);
+    });
+
+    it('takes thousands of frames of every envelope type (events_api, slash_commands, interactive, hello, unknown, reserved, null payloads), and still answers, as do the web chat and Telegram', async () => {
+      let n = 0;
+      await fc.assert(fc.asyncProperty(fc.array(socketFrame, { minLength: 100, maxLength: 100 }), async (batch) => {
+        for (const frame of batch) {
+          slack.sendRaw(JSON.stringify(frame));
+          n++;
+        }
+        await probe();
+      }), { numRuns: 20, seed: 16_008, endOnFailure: true });
+      expect(n).toBe(2000);
+      expect(slack.sockets).toBe(1);
+      expect(log.lines().filter((l) => /Socket Mode connection lost/.test(String(l.msg)))).toEqual([]);
+      await othersAnswer();
+      expect(gw.adapters.find((a) => a.id === 'slack')!.status).toBe('running');
+      expect(processGuardStats).toEqual(guardBefore);
+    }, 120_000);
+
+    it('reconnects once when Slack asks (disconnect), and answers again', async () => {
+      await slack.disconnectSockets();
+      await slack.waitForSocket(10_000);
+      await probe();
+      expect(slack.sockets).toBe(1);
+    }, 30_000);
   });
 });
