@@ -44,8 +44,8 @@ export function inlineAtoms(paragraph: string, maxUrl: number): MarkupAtom[] {
     switch (p.type) {
       case 'text':
         for (const a of textAtoms(p.text)) {
-          // A `>` or `#` that a cut puts at the start of a message would make it a quote or a heading there.
-          atoms.push(a.raw === '>' || a.raw === '#' ? { ...a, units: 2, startRaw: `\\${a.raw}` } : a);
+          // A `>`, `#` or `-` that a cut puts at the start of a message would make it a quote, a heading or a list there.
+          atoms.push(a.raw === '>' || a.raw === '#' || a.raw === '-' ? { ...a, units: 2, startRaw: `\\${a.raw}` } : a);
         }
         break;
       case 'atom':

@@ -27,7 +27,7 @@ function visible(markdown: string, longUrl = Infinity): string {
   let inFence = false;
   return markdown.split('\n').filter((l) => (FENCE_LINE.test(l) ? ((inFence = !inFence), false) : true)).map((l) => l.replace(/^[ \t]*>[ \t]?/, '')).join('\n')
     .replace(LINK, (_m, label: string, url: string) => (url.length > longUrl ? `${label} ${url}` : label))
-    .replace(/[*_~|`[\]()]/g, '').replace(/\\([>#])/g, '$1');
+    .replace(/[*_~|`[\]()]/g, '').replace(/\\([>#-])/g, '$1');
 }
 
 const squeeze = (s: string) => s.replace(/\s+/g, '');

@@ -182,6 +182,7 @@ describe('splitDiscordText: a cut before > or #', () => {
   it.each([
     ['a > that a cut puts at the start of a message is escaped, not a quote', 'aaaa bbbb > cccc', 10, ['aaaa bbbb', '\\> cccc']],
     ['a # that a cut puts at the start of a message is escaped, not a heading', 'aaaa bbbb # 5 is done', 10, ['aaaa bbbb', '\\# 5 is', 'done']],
+    ['a - that a cut puts at the start of a message is escaped, not a list item', 'aaaa bbbb - cccc', 10, ['aaaa bbbb', '\\- cccc']],
     ['after a reopened span it is not at the start: left as is', '**aaaa bbbb > cccc**', 14, ['**aaaa bbbb**', '**> cccc**']],
   ])('%s', (_name, text, limit, expected) => {
     expect(splitDiscordText(text, limit)).toEqual(expected);
