@@ -37,6 +37,11 @@ export interface AccountingOptions {
   metrics: MetricsSources;
   /** Recent calls kept in memory (default 256). */
   recentLimit?: number;
+  /**
+   * How long the figures derived from the ledger (`/usage`, `/metrics`, provider sums) wait for a history
+   * still being read in the background before they are answered partial (default 1000 ms).
+   */
+  historyWaitMs?: number;
   /** Ledger rotation and archives (`ledger` in the config); default by size, 16 MiB, 365 days. */
   ledger?: LedgerRotation;
   /** Epoch ms, for rotation and retention (default `Date.now`). */
@@ -67,10 +72,12 @@ export class Accounting {
   readonly history: LedgerHistory;
   private readonly logger: Logger;
   private readonly store?: LedgerStore;
+  private readonly historyWaitMs: number;
 
   constructor(options: AccountingOptions) {
     this.logger = options.logger;
     this.store = options.ledgerStore;
+    this.historyWaitMs = options.historyWaitMs ?? 1000;
     this.ledger = new TokenLedger({
       file: ledgerPath(options.stateDir), logger: options.logger, rotation: options.ledger, now: options.now,
       onSettled: () => this.history.settled(),
@@ -116,11 +123,30 @@ export class Accounting {
     return this.store ? this.store.flush() : this.ledger.flush();
   }
 
-  /** `GET /usage`: token totals, and per channel (once the history is counted). */
-  async usage(): Promise<UsageReport> {
+  /**
+   * Whether the whole history is counted, after waiting for it at most `historyWaitMs`: a first start on a
+   * big ledger without a snapshot reads it for seconds, and no request waits that long (a history that
+   * could not be read counts as done: the totals start from here, as logged).
+   */
+  async counted(): Promise<boolean> {
+    if (this.store) return true;
+    let done = false;
+    const settled = this.ready.then(() => { done = true; }, () => { done = true; });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([settled, new Promise<void>((resolve) => { timer = setTimeout(resolve, this.historyWaitMs); })]);
+    clearTimeout(timer);
+    return done;
+  }
+
+  /**
+   * `GET /usage`: token totals, and per channel. While the history is still being read (past the bounded
+   * wait, see {@link counted}) the figures so far, flagged `partial: true`.
+   */
+  async usage(): Promise<UsageReport & { partial?: true }> {
     if (this.store) return this.store.usage();
-    await this.ready.catch(() => undefined);
-    return this.totals.snapshot();
+    const complete = await this.counted();
+    const report = this.totals.snapshot();
+    return complete ? report : { ...report, partial: true };
   }
 
   /**
@@ -129,7 +155,7 @@ export class Accounting {
    */
   async providerUsage(): Promise<ProviderUsage[]> {
     if (!this.store) {
-      await this.ready.catch(() => undefined);
+      await this.counted();
       return this.providers.usage();
     }
     const local = new Map(this.providers.usage().map((u) => [`${u.providerId}\u0000${u.modelId}`, u]));
@@ -147,7 +173,7 @@ export class Accounting {
   /** The most recent LLM calls (ledger records), newest first. */
   async recentTurns(limit: number): Promise<LedgerRecord[]> {
     if (this.store) return this.store.recent(limit);
-    await this.ready.catch(() => undefined);
+    await this.counted();
     return this.providers.recent(limit);
   }
 

@@ -28,12 +28,12 @@ export function mountStatusRoutes(deps: StatusRouteDeps): (app: HttpApp) => void
   const { accounting } = deps;
   return (app) => {
     app.get('/status', async (c) => c.json(await deps.status()));
-    // Figures derived from the ledger wait for its history when that is still being read (first start on an old ledger).
-    const counted = () => accounting.ready.catch(() => undefined);
+    // Figures derived from the ledger wait (bounded) for its history while that is read (first start on an old
+    // ledger); past the wait they are answered partial: `partial: true` in /usage, a header on /metrics.
     app.get('/usage', async (c) => c.json(await accounting.usage()));
     app.get('/metrics', async (c) => {
-      await counted();
-      return c.body(await accounting.metrics.text(), 200, { 'content-type': accounting.metrics.contentType });
+      const partial = !(await accounting.counted());
+      return c.body(await accounting.metrics.text(), 200, { 'content-type': accounting.metrics.contentType, ...(partial ? { 'x-switchboard-partial': 'ledger history still being read' } : {}) });
     });
     // In cluster mode these come from the shared ledger (the same on every replica); see Accounting.
     app.get('/metrics/providers', async (c) => c.json(await accounting.providerUsage()));
