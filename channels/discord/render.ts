@@ -6,9 +6,8 @@ import { inlineAtoms } from './inline-atoms.ts';
 /** Discord's limit on the content of one message, in characters. */
 export const DISCORD_MESSAGE_LIMIT = 2000;
 
-/** A code fence: the line that opens it and the markup that closes or reopens it. */
+/** A code fence: the markup that closes or reopens it. */
 interface Fence {
-  open: string;
   /** The fence's prefix (list markers as spaces, so that a reopened block does not start a new item) and its backticks. */
   close: string;
   /** The opening line with its prefix as in `close`. */
@@ -147,7 +146,7 @@ function fenceStates(source: string, lines: readonly string[]): { after: (Fence 
     // `1. ```bash`: the list marker is not repeated when the block is closed or reopened.
     const prefix = openLine.slice(0, at).replace(/[^>\s]/g, ' ');
     const quote = prefix.includes('>') ? `${prefix.slice(0, prefix.lastIndexOf('>') + 1)} ` : '';
-    const fence: Fence = { open: openLine, close: `${prefix}${token.markup}`, reopen: `${prefix}${openLine.slice(at)}`, quote };
+    const fence: Fence = { close: `${prefix}${token.markup}`, reopen: `${prefix}${openLine.slice(at)}`, quote };
     const last = end - 1;
     const run = /^(?:[ \t]*>)*[ \t]*(`{3,}|~{3,})[ \t]*$/.exec(lines[last] ?? '')?.[1];
     const closed = last > start && run !== undefined && run[0] === token.markup[0] && run.length >= token.markup.length;
