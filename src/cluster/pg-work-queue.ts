@@ -99,7 +99,9 @@ export class PgWorkQueue implements SharedQueue {
   }
 
   async accept(message: InboundMessage, key: string, correlationId: string): Promise<{ accepted: true; seq: number } | { accepted: false }> {
-    const { rows } = await this.options.pool.query<{ seq: string }>(ACCEPT, [storableString(deliveryKey(message)), key, jsonbText(message), correlationId]);
+    // The platform's raw update is not stored (as in the local inbox): a deeply nested one made JSON.stringify throw.
+    const { raw: _raw, ...stored } = message;
+    const { rows } = await this.options.pool.query<{ seq: string }>(ACCEPT, [storableString(deliveryKey(message)), key, jsonbText(stored), correlationId]);
     const seq = rows[0]?.seq;
     if (seq === undefined) return { accepted: false };
     // Most messages run where they arrived: try at once rather than on the notification's round trip.
