@@ -10,7 +10,8 @@ const CHAT_TYPES: Record<string, readonly ChatType[]> = {
 /**
  * Start-up check of `bindings`: an unknown agent, two bindings with the same match, or a match that can never
  * happen (a guild outside Discord, a team outside Slack, a peer kind the channel does not have, an account the
- * channel does not configure) is a configuration error naming the entry.
+ * channel does not configure, any match on the API, which picks its agent by `model`) is a configuration error
+ * naming the entry.
  */
 export function validateBindings(bindings: readonly Binding[], agentIds: readonly string[], accountsOf: (channel: string) => readonly string[]): void {
   const problems: string[] = [];
@@ -19,6 +20,8 @@ export function validateBindings(bindings: readonly Binding[], agentIds: readonl
     const where = `bindings[${i}]`;
     const m = b.match;
     if (!agentIds.includes(b.agentId)) problems.push(`${where}.agentId: no agent "${b.agentId}" in agents.list (${agentIds.join(', ')})`);
+    // The API route always names its agent (from `model` or the session key), and that wins over bindings.
+    if (m.channel === 'api') problems.push(`${where}.match.channel: the API picks its agent by "model" (an agent id); bindings do not apply to it`);
     if (m.guildId && m.channel !== 'discord') problems.push(`${where}.match.guildId: only Discord messages have a guild, but the channel is ${m.channel}`);
     if (m.teamId && m.channel !== 'slack') problems.push(`${where}.match.teamId: only Slack messages have a team, but the channel is ${m.channel}`);
     if (m.guildId && m.peer?.kind === 'direct') problems.push(`${where}.match: a Discord direct message has no guild, so guildId and peer.kind "direct" never match together; drop guildId`);
