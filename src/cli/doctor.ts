@@ -79,6 +79,17 @@ async function checkProvider(p: ResolvedConfig['providers'][string]): Promise<Ch
   return { name, ok: true, detail: `${base} answers; model ${p.model} is available` };
 }
 
+/** Socket Mode: does Slack hand out a connection for this app-level token (`apps.connections.open`)? */
+async function checkSlackAppToken(name: string, api: string, appToken: string): Promise<Check> {
+  const r = await probe(`${api}apps.connections.open`, { method: 'POST', headers: { authorization: `Bearer ${appToken}` } });
+  if (r.error) return { name, ok: false, detail: `cannot reach the Slack API at ${api} to check the app token (${r.error}): check the network, or SLACK_API_URL` };
+  const body = r.body as { ok?: boolean; error?: string } | undefined;
+  if (r.status === 200 && body?.ok) return { name, ok: true, detail: 'app token accepted (Socket Mode can connect)' };
+  if (r.status === 429 || body?.error === 'ratelimited') return { name, ok: 'warn', detail: 'apps.connections.open is rate-limited right now (a running gateway may have just connected): could not check SLACK_APP_TOKEN; try again in a minute' };
+  if (body?.error) return { name, ok: false, detail: `Slack refused the app token (${body.error}): check SLACK_APP_TOKEN: an app-level token with connections:write (xapp-…, Basic Information → App-Level Tokens), with Socket Mode enabled` };
+  return { name, ok: false, detail: `apps.connections.open answered HTTP ${r.status}: try again later` };
+}
+
 async function checkChannels(config: ResolvedConfig): Promise<Check[]> {
   const checks: Promise<Check>[] = [];
   for (const t of config.channels.telegram.filter((a) => a.enabled)) {
@@ -117,6 +128,8 @@ async function checkChannels(config: ResolvedConfig): Promise<Check[]> {
       if (body?.error) return { name, ok: false, detail: `Slack refused the bot token (${body.error}): check SLACK_BOT_TOKEN and that the app is installed` };
       return { name, ok: false, detail: `auth.test answered HTTP ${r.status}: try again later` };
     }));
+    // auth.test only sees the bot token; in Socket Mode the app token is what opens the connection.
+    if (s.mode === 'socket' && s.appToken) checks.push(checkSlackAppToken(name, api, s.appToken));
   }
   return Promise.all(checks);
 }
