@@ -320,7 +320,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
 
   // Channels connect in the background, retried with backoff; start-up never waits for a platform.
   // From here on, an error nobody catches is logged and the gateway keeps serving.
-  const releaseProcessGuard = installProcessGuard(logger);
+  const releaseProcessGuard = installProcessGuard(logger, config.secrets);
   supervisor.start();
   // MCP servers connect in the background too; their tools join the requests once they are ready.
   setImmediate(() => mcp.start());
