@@ -82,6 +82,14 @@ export function fromOwnPage(c: Context): boolean {
   }
 }
 
+/**
+ * True for a request no web page made: neither `Origin` nor `Sec-Fetch-Site` (curl, Node's fetch). Browsers send
+ * `Origin` on every cross-site POST, so such a request cannot be a forged one from another site.
+ */
+export function fromProgram(c: Context): boolean {
+  return c.req.header('origin') === undefined && c.req.header('sec-fetch-site') === undefined;
+}
+
 const b64 = (buffer: Buffer) => buffer.toString('base64url');
 
 function sameSecret(a: string, b: string): boolean {
@@ -173,7 +181,8 @@ export function createDashboardAuth(options: DashboardAuthOptions): DashboardAut
         return c.json({ authRequired: auth.required, signedIn: auth.via(c) !== undefined, via: auth.via(c) ?? null });
       });
       app.post('/dashboard/sign-in', async (c) => {
-        if (!fromOwnPage(c)) return refuseCrossSite(c);
+        // A program may sign in too (it still has to know the token); its cookie's actions need the own page.
+        if (!fromOwnPage(c) && !fromProgram(c)) return refuseCrossSite(c);
         if (!token) return c.json({ signedIn: true, via: 'open' });
         const refuse = (status: 401 | 429, message: string, code: string) => (c.req.header(SIGN_IN_PAGE_HEADER)
           ? c.json({ signedIn: false, ...errorBody(status, message, code) })

@@ -86,12 +86,37 @@ describe('dashboard sign-in: session cookie next to the bearer token', () => {
       expect(response.status, JSON.stringify(refused)).toBe(403);
       expect(await response.json()).toMatchObject({ error: { code: 'cross_site_request' } });
     }
-    // Signing in (login CSRF) and out also need the own page.
-    expect((await signIn(app, TOKEN, { origin: 'https://evil.example' })).status).toBe(403);
+    // Signing in from another site (login CSRF) is refused, and signing out needs the own page.
+    for (const foreign of [{ origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'null' }]) {
+      const response = await signIn(app, TOKEN, foreign);
+      expect(response.status, JSON.stringify(foreign)).toBe(403);
+      expect(await response.json()).toMatchObject({ error: { code: 'cross_site_request' } });
+      expect(response.headers.get('set-cookie')).toBeNull();
+    }
     expect((await call(app, '/dashboard/sign-out', { body: {}, headers: withCookie(cookie) })).status).toBe(403);
     // Programs: the bearer header as before, with or without an Origin; a wrong bearer is not rescued by a cookie.
     expect((await post({ authorization: `Bearer ${TOKEN}` })).status).toBe(200);
     expect((await post(withCookie(cookie, { authorization: 'Bearer wrong', origin: SELF }))).status).toBe(401);
+  });
+
+  it('lets a program (no Origin, no Sec-Fetch-Site: curl, Node\'s fetch) sign in; its cookie\'s actions still need the own page', async () => {
+    const app = gateway();
+    const wrong = await signIn(app, 'guess', {});
+    expect(wrong.status).toBe(401);
+    expect(await wrong.json()).toEqual({ error: { message: 'Wrong token: that is not this gateway\'s gateway.authToken.', type: 'authentication_error', code: 'wrong_token' } });
+    expect(wrong.headers.get('set-cookie')).toBeNull();
+
+    const right = await signIn(app, TOKEN, {});
+    expect(right.status).toBe(200);
+    expect(await right.json()).toEqual({ signedIn: true, via: 'cookie' });
+    const header = right.headers.get('set-cookie')!;
+    expect(header).toMatch(/HttpOnly/);
+    expect(header).toMatch(/SameSite=Strict/);
+    const cookie = cookieOf(right);
+    expect(cookie).not.toBe('');
+    expect((await call(app, '/status', { headers: withCookie(cookie) })).status).toBe(200);
+    expect((await call(app, '/admin/act', { body: {}, headers: withCookie(cookie) })).status).toBe(403);
+    expect((await call(app, '/dashboard/sign-out', { body: {}, headers: withCookie(cookie) })).status).toBe(403);
   });
 
   it('refuses forged, expired and foreign cookies; a new token signs every browser out', async () => {
