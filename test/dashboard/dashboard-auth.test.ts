@@ -87,7 +87,8 @@ describe('dashboard sign-in: session cookie next to the bearer token', () => {
       expect(await response.json()).toMatchObject({ error: { code: 'cross_site_request' } });
     }
     // Signing in from another site (login CSRF) is refused, and signing out needs the own page.
-    for (const foreign of [{ origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'null' }]) {
+    const foreigners: Record<string, string>[] = [{ origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'null' }];
+    for (const foreign of foreigners) {
       const response = await signIn(app, TOKEN, foreign);
       expect(response.status, JSON.stringify(foreign)).toBe(403);
       expect(await response.json()).toMatchObject({ error: { code: 'cross_site_request' } });
