@@ -7,27 +7,41 @@ function defOf(schema: unknown): Def | undefined {
   return (schema as { _zod?: { def?: Def } } | undefined)?._zod?.def;
 }
 
+/** Unwraps defaults, optionals and pipes; a union gives each of its options. */
+function unwrap(node: unknown): unknown[] {
+  const def = defOf(node);
+  if (!def) return [];
+  if (def.innerType) return unwrap(def.innerType);
+  if (def.type === 'pipe' && def.in) return unwrap(def.in);
+  if (def.type === 'union' && def.options) return def.options.flatMap(unwrap);
+  return [node];
+}
+
+/** The schema nodes one key below `nodes` (an object's property, a record's value, an array's element), not unwrapped. */
+function childrenOf(nodes: readonly unknown[], key: PropertyKey): unknown[] {
+  return nodes.flatMap(unwrap).flatMap((node) => {
+    const def = defOf(node)!;
+    if (def.type === 'object' && def.shape) return def.shape[String(key)] ? [def.shape[String(key)]] : [];
+    if (def.type === 'record') return [def.valueType];
+    if (def.type === 'array') return [def.element];
+    return [];
+  });
+}
+
+/** The schema nodes at `keyPath` (through defaults, optionals, records, arrays and unions), unwrapped. */
+function nodesAt(schema: unknown, keyPath: readonly PropertyKey[]): unknown[] {
+  return keyPath.reduce<unknown[]>((nodes, key) => childrenOf(nodes, key), [schema]).flatMap(unwrap);
+}
+
 /** The object keys the schema allows at `keyPath` (through defaults, optionals, records, arrays and unions). */
 export function knownKeysAt(schema: unknown, keyPath: readonly PropertyKey[]): string[] {
-  let nodes: unknown[] = [schema];
-  const unwrap = (node: unknown): unknown[] => {
-    const def = defOf(node);
-    if (!def) return [];
-    if (def.innerType) return unwrap(def.innerType);
-    if (def.type === 'pipe' && def.in) return unwrap(def.in);
-    if (def.type === 'union' && def.options) return def.options.flatMap(unwrap);
-    return [node];
-  };
-  for (const key of keyPath) {
-    nodes = nodes.flatMap(unwrap).flatMap((node) => {
-      const def = defOf(node)!;
-      if (def.type === 'object' && def.shape) return def.shape[String(key)] ? [def.shape[String(key)]] : [];
-      if (def.type === 'record') return [def.valueType];
-      if (def.type === 'array') return [def.element];
-      return [];
-    });
-  }
-  return [...new Set(nodes.flatMap(unwrap).flatMap((node) => Object.keys(defOf(node)?.shape ?? {})))];
+  return [...new Set(nodesAt(schema, keyPath).flatMap((node) => Object.keys(defOf(node)?.shape ?? {})))];
+}
+
+/** The keys an object schema cannot do without (no default, not optional). */
+function requiredKeys(node: unknown): string[] {
+  const shape = defOf(node)?.shape ?? {};
+  return Object.keys(shape).filter((k) => !['optional', 'default', 'prefault'].includes(defOf(shape[k])?.type ?? ''));
 }
 
 function valueAt(raw: unknown, keyPath: readonly PropertyKey[]): { found: boolean; value?: unknown } {
@@ -64,6 +78,13 @@ export function describeConfigIssue(issue: z.core.$ZodIssue, schema: unknown, ra
   const at = valueAt(raw, issue.path);
   let message = issue.message;
   if (issue.code === 'invalid_union' && issue.errors.length) return describeUnionIssue(issue, schema, raw, sources);
+  if (issue.code === 'invalid_key') {
+    // The path ends with the key itself; joined with dots, "a.b" would read as two keys.
+    const parent = issue.path.slice(0, -1).map(String).join('.') || '(root)';
+    const parentSource = sources.get(parent);
+    const reasons = issue.issues.map((inner) => inner.message).join('; ');
+    return `${parent}${parentSource ? ` (from ${parentSource})` : ''}: ${shown(String(issue.path[issue.path.length - 1]))} is not a valid name: ${reasons}`;
+  }
   if (issue.code === 'unrecognized_keys') {
     const known = knownKeysAt(schema, issue.path);
     message = issue.keys.map((k) => {
@@ -88,6 +109,12 @@ export function describeConfigIssue(issue: z.core.$ZodIssue, schema: unknown, ra
  * it; when two shapes are equally close, the message names them all.
  */
 function describeUnionIssue(issue: z.core.$ZodIssueInvalidUnion, schema: unknown, raw: unknown, sources: ReadonlyMap<string, string>): string {
+  const mixed = mixedShapes(schema, issue.path, valueAt(raw, issue.path).value);
+  if (mixed) {
+    const key = issue.path.map(String).join('.') || '(root)';
+    const source = sources.get(key);
+    return `${key}${source ? ` (from ${source})` : ''}: expected ${mixed.join(' or ')}, not both`;
+  }
   const fewest = Math.min(...issue.errors.map((e) => e.length));
   const closest = issue.errors.filter((e) => e.length === fewest);
   if (closest.length === 1) {
@@ -101,6 +128,31 @@ function describeUnionIssue(issue: z.core.$ZodIssueInvalidUnion, schema: unknown
     return missing.length ? `an object with ${missing.map((m) => `"${m}"`).join(' and ')}` : (EXPECTED[rootType?.expected ?? ''] ?? rootType?.expected ?? 'another shape');
   });
   return `${key}${source ? ` (from ${source})` : ''}: expected ${[...new Set(shapes)].join(' or ')}, got ${shown(valueAt(raw, issue.path).value)}`;
+}
+
+/**
+ * A value holding the required key of two or more of a union's shapes (an MCP server with both `command` and
+ * `url`): each such key with the shape's description, e.g. `"command" (stdio)`; undefined otherwise.
+ */
+function mixedShapes(schema: unknown, keyPath: readonly PropertyKey[], value: unknown): string[] | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const present = unionOptionsAt(schema, keyPath).flatMap((option) => {
+    const keys = requiredKeys(option).filter((k) => k in value);
+    const label = (option as { description?: string }).description;
+    return keys.length ? [`${keys.map((k) => `"${k}"`).join(' and ')}${label ? ` (${label})` : ''}`] : [];
+  });
+  return present.length >= 2 ? present : undefined;
+}
+
+/** The options of the union at `keyPath`, unwrapped (none when there is no union there). */
+function unionOptionsAt(schema: unknown, keyPath: readonly PropertyKey[]): unknown[] {
+  const here = keyPath.length ? childrenOf(nodesAt(schema, keyPath.slice(0, -1)), keyPath[keyPath.length - 1]!) : [schema];
+  return here.flatMap((node) => {
+    let inner = node;
+    while (defOf(inner)?.innerType) inner = defOf(inner)!.innerType;
+    const def = defOf(inner);
+    return def?.type === 'union' && def.options ? def.options.flatMap(unwrap) : [];
+  });
 }
 
 /** A JSON5 syntax error with the offending line and a caret under the column. */

@@ -249,13 +249,13 @@ const mcpStdio = z.strictObject({
   enabled: z.boolean().default(true),
   /** Overrides `mcp.connectTimeoutMs` for this server. */
   connectTimeoutMs: z.number().int().positive().optional(),
-});
+}).describe('stdio');
 const mcpHttp = z.strictObject({
   url: z.url({ protocol: /^https?$/ }),
   headers: z.record(z.string(), envString).default({}),
   enabled: z.boolean().default(true),
   connectTimeoutMs: z.number().int().positive().optional(),
-});
+}).describe('Streamable HTTP');
 const mcp = z.strictObject({
   /** How long connecting (start-up of a stdio server, `initialize`, `tools/list`) may take before the server counts as failed. */
   connectTimeoutMs: z.number().int().positive().default(10_000),
