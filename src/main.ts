@@ -289,10 +289,11 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     mounts: [
       mountAdminRoutes({ store, sessions, transcripts, resetSession: (key) => gateway.runOnLane(key, () => runtime.resetByKey(key, 'admin')),
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)), budgetOf: (entry) => runtime.agentFor(entry.agentId).tokenBudget }),
-      mountOpenAIRoutes({ config, sink: gateway.sink, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush() }),
+      mountOpenAIRoutes({ config, sink: gateway.sink, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush(), authToken: config.gateway.authToken }),
       mountCliRoutes({ sink: gateway.sink, clock }),
       ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({
         channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())), sessionExists: async (key) => (await sessions.get(key)) !== undefined,
+        authToken: config.gateway.authToken,
       })),
       mountPairingRoutes(pairingAdmin(pairing, config), logger),
       mountReadyRoute(ready),

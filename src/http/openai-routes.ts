@@ -27,6 +27,8 @@ export interface OpenAIRouteDeps {
   isClosing(): boolean;
   /** Waits until the turn's ledger records are on disk, so a caller can read them once answered. */
   flushLedger?(): Promise<void>;
+  /** `gateway.authToken`: only a bearer token the gateway checks can name a rate-limit bucket (SPEC §14). */
+  authToken?: string;
 }
 
 type ApiContext = Context<{ Variables: HttpVariables }>;
@@ -106,7 +108,7 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
     id: randomUUID(), channel: 'api', accountId: 'default', chatType: 'direct', chatId: peer, peerId: peer,
     sender: { id: peer, ...(session ? { name: session.name } : {}) }, text, attachments: [], mentionsBot: true,
     receivedAt: deps.clock.now(), correlationId, agentId: agent.id, dmScope: 'per-channel-peer', ephemeral: !session,
-    rateLimitKey: `api:${httpClientKey(c)}`,
+    rateLimitKey: `api:${httpClientKey(c, deps.authToken)}`,
   };
   const relay = body.stream === true ? new DeltaRelay() : undefined;
   const abort = new AbortController();
@@ -136,12 +138,17 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
 }
 
 /**
- * Who is calling, for `limits.perSender` (SPEC §14): `token:<hash>` of the caller's bearer token (hashed, so no
- * secret sits in memory or logs) when one is sent, else the client's address. The API and the web chat key on it.
+ * Who is calling, for `limits.perSender` (SPEC §14). Without `gateway.authToken` a bearer is never checked, so it
+ * is ignored (else a new random one per request would get a fresh bucket each time): the key is the client's
+ * address. With it, a caller sending the gateway's token is `token:<hash>@<address>` (hashed, so no secret sits
+ * in memory or logs); one signed in another way (the dashboard's cookie) is its address. The API and the web chat
+ * key on it.
  */
-export function httpClientKey(c: Context): string {
+export function httpClientKey(c: Context, authToken: string | undefined): string {
+  const address = clientAddress(c);
   const token = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')?.[1];
-  return token ? `token:${createHash('sha256').update(token).digest('hex').slice(0, 32)}` : clientAddress(c);
+  if (!authToken || token !== authToken) return address;
+  return `token:${createHash('sha256').update(token).digest('hex').slice(0, 32)}@${address}`;
 }
 
 /** The caller's address (per-client rate limiting of the API). */

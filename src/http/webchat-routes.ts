@@ -31,6 +31,8 @@ export interface WebchatRouteDeps {
   sessionExists?: (key: string) => Promise<boolean>;
   /** Comment lines that keep an idle event stream open through proxies (default every 15 s). */
   heartbeatMs?: number;
+  /** `gateway.authToken`: only a bearer token the gateway checks can name a rate-limit bucket (SPEC §14). */
+  authToken?: string;
 }
 
 const USER = /^[\w.@+-]{1,128}$/;
@@ -76,9 +78,9 @@ export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => vo
       const user = checkedUser(body?.user);
       const signal = c.req.raw.signal;
       const correlationId = c.get('correlationId');
-      // `user` is the client's choice: the bucket is the name from this client (address, or bearer token), so
-      // nobody elsewhere can use up someone's bucket by writing under their name (SPEC §14).
-      const rateLimitKey = `webchat:${user}@${httpClientKey(c)}`;
+      // `user` is the client's choice: the bucket is the name from this client (its address, and the gateway's
+      // token when it sends it), so nobody elsewhere can use up someone's bucket by writing under their name (SPEC §14).
+      const rateLimitKey = `webchat:${user}@${httpClientKey(c, deps.authToken)}`;
       if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
         const submission = await channel.submit(user, text, { signal, correlationId, rateLimitKey });
         if (submission.status === 'rate_limited') return rateLimited(submission.retryAfterSeconds ?? 60);

@@ -5,7 +5,10 @@ import { startGateway, type RunningGateway } from '../../src/main.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai.ts';
 import { testConfig, tempDir } from '../helpers/gateway.ts';
 
-/** `limits.perSender` on `/v1/chat/completions`: one bucket per bearer token when one is sent, else per client address. */
+/**
+ * `limits.perSender` on `/v1/chat/completions` (SPEC §14): without `gateway.authToken` a bearer is never checked,
+ * so the bucket is the client's address whatever bearer it sends; with one, the bucket is the token from that address.
+ */
 describe('the API rate-limit key', () => {
   let fake: FakeOpenAI;
   let gw: RunningGateway | undefined;
@@ -31,32 +34,32 @@ describe('the API rate-limit key', () => {
       logger: silentLogger(), clock: new ManualClock('2026-06-01T10:00:00Z'),
     });
   };
-  const ask = (token?: string) => fetch(`${gw!.url}/v1/chat/completions`, {
+  const ask = (from: string, token?: string) => gw!.app.request('/v1/chat/completions', {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    headers: { host: '127.0.0.1', 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: JSON.stringify({ model: 'main', messages: [{ role: 'user', content: 'hi' }] }),
-  });
+  }, { incoming: { socket: { remoteAddress: from } } });
 
-  it('two bearer tokens from one address have a bucket each, and the address without a token a third', async () => {
+  it('without gateway.authToken, a new bearer per request from one address does not get past its bucket', async () => {
     await start();
-    expect((await ask('key-a')).status).toBe(200);
-    expect((await ask('key-a')).status).toBe(200);
-    const limited = await ask('key-a');
+    expect((await ask('10.0.0.1', 'random-1')).status).toBe(200);
+    expect((await ask('10.0.0.1', 'random-2')).status).toBe(200);
+    const limited = await ask('10.0.0.1', 'random-3');
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toBe('30');
-    expect((await ask('key-b')).status).toBe(200);
-    expect((await ask('key-b')).status).toBe(200);
-    expect((await ask('key-b')).status).toBe(429);
-    expect((await ask()).status).toBe(200);
-    expect((await ask()).status).toBe(200);
-    expect((await ask()).status).toBe(429);
+    expect((await ask('10.0.0.1')).status).toBe(429);
+    expect((await ask('10.0.0.2', 'random-3')).status).toBe(200);
+    expect(fake.requests).toHaveLength(3);
   });
 
-  it('with gateway.authToken, the callers of the one token share its bucket', async () => {
+  it('with gateway.authToken, the token has a bucket per address, and a wrong token is a 401', async () => {
     await start({ authToken: 'secret-token' });
-    expect((await ask('secret-token')).status).toBe(200);
-    expect((await ask('secret-token')).status).toBe(200);
-    expect((await ask('secret-token')).status).toBe(429);
-    expect((await ask('wrong')).status).toBe(401);
+    expect((await ask('10.0.0.1', 'secret-token')).status).toBe(200);
+    expect((await ask('10.0.0.1', 'secret-token')).status).toBe(200);
+    expect((await ask('10.0.0.1', 'secret-token')).status).toBe(429);
+    expect((await ask('10.0.0.2', 'secret-token')).status).toBe(200);
+    expect((await ask('10.0.0.2', 'secret-token')).status).toBe(200);
+    expect((await ask('10.0.0.2', 'secret-token')).status).toBe(429);
+    expect((await ask('10.0.0.3', 'wrong')).status).toBe(401);
   });
 });

@@ -5,19 +5,24 @@ import { startTestGateway, tempDir } from '../helpers/gateway.ts';
 
 /**
  * `limits.perSender` on `POST /webchat/messages` (SPEC §14): `user` is whatever the client sends, so the bucket is
- * that name from that client (its address, or its bearer token when it sends one): nobody can use up someone
- * else's bucket by writing under their name from elsewhere.
+ * that name from that client's address (with the gateway's token when `gateway.authToken` is set): nobody can use
+ * up someone else's bucket by writing under their name from elsewhere, and a bearer the gateway does not check
+ * never opens a fresh bucket.
  */
 describe('the web chat rate-limit key', () => {
   let tmp: ReturnType<typeof tempDir>;
   let gw: RunningGateway | undefined;
 
-  beforeEach(async () => {
-    tmp = tempDir('switchboard-webchat-rate-key-');
+  const start = async (gateway: Record<string, unknown> = {}) => {
+    await gw?.stop();
     gw = await startTestGateway({
       dir: tmp.dir, clock: new ManualClock('2026-06-01T10:00:00Z'),
-      config: { limits: { perSender: { perMinute: 2, burst: 2 } }, agents: { defaults: { tools: { preset: 'none' } } } },
+      config: { limits: { perSender: { perMinute: 2, burst: 2 } }, agents: { defaults: { tools: { preset: 'none' } } }, gateway: { port: 0, ...gateway } },
     });
+  };
+  beforeEach(async () => {
+    tmp = tempDir('switchboard-webchat-rate-key-');
+    await start();
   });
   afterEach(async () => {
     await gw?.stop();
@@ -49,12 +54,22 @@ describe('the web chat rate-limit key', () => {
     expect((await say('ann', '10.0.0.2')).status).toBe(429);
   });
 
-  it('with a bearer token, the bucket follows the token whatever the address', async () => {
-    const bearer = { authorization: 'Bearer key-a' };
+  it('without gateway.authToken, a new bearer per message from one address shares the address\'s bucket', async () => {
+    expect((await say('ann', '10.0.0.1', { authorization: 'Bearer random-1' })).status).toBe(200);
+    expect((await say('ann', '10.0.0.1', { authorization: 'Bearer random-2' })).status).toBe(200);
+    expect((await say('ann', '10.0.0.1', { authorization: 'Bearer random-3' })).status).toBe(429);
+    expect((await say('ann', '10.0.0.1')).status).toBe(429);
+  });
+
+  it('with gateway.authToken, the token from each address has its own bucket', async () => {
+    await start({ authToken: 'secret-token' });
+    const bearer = { authorization: 'Bearer secret-token' };
     expect((await say('ann', '10.0.0.1', bearer)).status).toBe(200);
+    expect((await say('ann', '10.0.0.1', bearer)).status).toBe(200);
+    expect((await say('ann', '10.0.0.1', bearer)).status).toBe(429);
     expect((await say('ann', '10.0.0.2', bearer)).status).toBe(200);
-    expect((await say('ann', '10.0.0.3', bearer)).status).toBe(429);
-    expect((await say('ann', '10.0.0.3', { authorization: 'Bearer key-b' })).status).toBe(200);
-    expect((await say('ann', '10.0.0.3')).status).toBe(200);
+    expect((await say('ann', '10.0.0.2', bearer)).status).toBe(200);
+    expect((await say('ann', '10.0.0.2', bearer)).status).toBe(429);
+    expect((await say('ann', '10.0.0.3', { authorization: 'Bearer wrong' })).status).toBe(401);
   });
 });
