@@ -247,7 +247,7 @@ class DiscordChannel implements ChannelAdapter {
     const replyTo = message.replyTo ?? target.replyToId;
     // The same reply sent again (a replay after a crash) carries the same nonces: Discord posts it once.
     const text = chunks.join('\n');
-    const nonces = chunks.map((_chunk, i) => discordNonce(replyTo, text, i));
+    const nonces = chunks.map((_chunk, i) => discordNonce(replyTo, text, i, message.idempotencyKey));
     if (this.shards && this.client) {
       return sendOverRest(this.client, target.chatId, chunks, target.chatType !== 'direct' ? replyTo : undefined, nonces);
     }

@@ -115,6 +115,12 @@ export interface OutboundMessage {
   attachments?: Attachment[];
   /** `error` replies are apologies; channels may style them. */
   kind?: 'reply' | 'command' | 'error' | 'notice' | 'pairing';
+  /**
+   * Stable across a replay: `<delivery key>:<reply index>` for the replies of a turn answering a platform
+   * message (set by the gateway), so that a channel can make a resend of the same reply idempotent (Discord's
+   * nonce) while two equal replies, or equal replies to different messages, stay distinct. Absent otherwise.
+   */
+  idempotencyKey?: string;
 }
 
 /** The full text of an outbound message, notice first. */

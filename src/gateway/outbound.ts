@@ -1,7 +1,7 @@
 import type { ChannelAdapter } from '../core/channel-adapter.ts';
 import type { Logger } from '../core/logger.ts';
 import { targetOf, type InboundMessage, type OutboundMessage } from '../core/message.ts';
-import type { Inbox } from './inbox.ts';
+import { deliveryKey, type Inbox } from './inbox.ts';
 import type { QueuedJob, SharedQueue } from './shared-queue.ts';
 
 /** The way out to the platforms: the channel adapters, replies with their journal marks, typing indicators. */
@@ -27,7 +27,10 @@ export class Outbound {
     for (let i = alreadySent; i < replies.length; i++) {
       // Cluster mode: recorded through the session lock's connection, so a replica that lost it sends nothing more.
       if (job) await this.options.queue?.sending(job, i);
-      if (!(await this.deliver(message, replies[i] as OutboundMessage, logger))) continue;
+      const reply = replies[i] as OutboundMessage;
+      // The same reply of the same message keeps its key across a replay: a channel can make the resend idempotent.
+      const keyed = message.channel === 'internal' ? reply : { ...reply, idempotencyKey: `${deliveryKey(message)}:${i}` };
+      if (!(await this.deliver(message, keyed, logger))) continue;
       if (job) await this.options.queue?.sent(job, i + 1);
       else if (durable) await this.options.inbox?.sent(message, i + 1).catch((err: unknown) => logger.warn({ err }, 'could not journal a sent reply'));
     }
