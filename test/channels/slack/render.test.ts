@@ -190,3 +190,28 @@ describe('Slack message splitting (4000 characters)', () => {
     expect(renderMrkdwn('| a | b |\n|---|---|\n| 👍👍 | x |\n| 漢 | y |')).toBe('```\na  | b\n---+--\n👍👍 | x\n漢  | y\n```');
   });
 });
+
+describe('Slack syntax next to markdown: labels, cells, and code blocks that end', () => {
+  it.each([
+    ['in a link label or image alt text it shows as its label', '[see <https://x.io|docs>](https://z.io) and ![<#C1|gen>](https://i.io/p.png)',
+      '<https://z.io|see docs> and <https://i.io/p.png|#gen>'],
+    ['in a table cell it shows as its label, a channel as #name or #id, a mention escaped',
+      '| a | b | c | d | e |\n|---|---|---|---|---|\n| <https://x.io|docs> | <#C1|general> | <#C2> | <mailto:a@b.c> | <@U1> |',
+      '```\na    | b        | c   | d     | e\n-----+----------+-----+-------+------\ndocs | #general | #C2 | a@b.c | &lt;@U1&gt;\n```'],
+    ['a code block in a quote ends with the quote: the link after it is a link', '> ```\n> <https://x.io|a>\n<https://y.io|b>',
+      '> ```\n> &lt;https://x.io|a&gt;\n> ```\n\n<https://y.io|b>'],
+    ['a shorter run does not end a longer fence; the same run does', '~~~~\n<https://x.io|a>\n~~~\n<https://y.io|b>\n~~~~\n<https://z.io|c>',
+      '```\n&lt;https://x.io|a&gt;\n~~~\n&lt;https://y.io|b&gt;\n```\n\n<https://z.io|c>'],
+    ['~~~ does not end a ``` block', '```\n<https://x.io|a>\n~~~\n<https://y.io|b>\n```\n<https://z.io|c>',
+      '```\n&lt;https://x.io|a&gt;\n~~~\n&lt;https://y.io|b&gt;\n```\n\n<https://z.io|c>'],
+    ['a fence with a language does not end a block', '~~~\n<https://x.io|a>\n~~~js\n<https://y.io|b>\n~~~\n<https://z.io|c>',
+      '```\n&lt;https://x.io|a&gt;\n~~~js\n&lt;https://y.io|b&gt;\n```\n\n<https://z.io|c>'],
+    ['an indented fenced block is code; the link after it is a link', '  ```\n  <https://x.io|a>\n  ```\n<https://y.io|b>',
+      '```\n&lt;https://x.io|a&gt;\n```\n\n<https://y.io|b>'],
+    ['``` with a backtick after it is not a fence', '``` a`b <https://x.io|a>', '``` a`b <https://x.io|a>'],
+    ['a code span does not run across a blank line', '`a\n\n<https://x.io|b> c`', '`a\n\n<https://x.io|b> c`'],
+  ])('%s', (_name, markdown, expected) => {
+    expect(renderMrkdwn(markdown)).toBe(expected);
+  });
+});
+
