@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { autoRetry } from '@grammyjs/auto-retry';
-import { Bot, BotError, webhookCallback } from 'grammy';
+import { Bot, BotError, GrammyError, webhookCallback } from 'grammy';
 import type { Update, UserFromGetMe } from 'grammy/types';
 import type { TelegramAccountConfig } from '../../src/config/resolved.ts';
 import type { ChannelAdapter, ChannelStatus, HttpRoute, InboundSink } from '../../src/core/channel-adapter.ts';
@@ -11,7 +11,7 @@ import type { DeliveryTarget, InboundMessage, OutboundMessage } from '../../src/
 import type { ChannelFactoryContext } from '../types.ts';
 import { deliverMessage, sendTyping, telegramCommands } from './deliver.ts';
 import { ElectedPoller } from './elected-poller.ts';
-import { updateBatchGuard } from './update-batch-guard.ts';
+import { pollingWatch, updateBatchGuard } from './update-batch-guard.ts';
 import { normalizeUpdate } from './normalize.ts';
 import { apiRootOf, telegramStartError, tokenSetting } from './start-error.ts';
 import { telegramWebhookRoute, webhookFailure, webhookPath } from './webhook-route.ts';
@@ -59,6 +59,10 @@ class TelegramChannel implements ChannelAdapter {
   readonly accountId: string;
   private state: ChannelStatus = 'stopped';
   private detail?: string;
+  /** Why getUpdates fails while polling is in an outage (grammy retries on its own); undefined when it answers. */
+  private outage?: string;
+  /** The error behind a failure after start-up (a token revoked mid-run), with its code for the supervisor. */
+  lastFailure?: ChannelError;
   private bot?: Bot;
   private me?: UserFromGetMe;
   private sink?: InboundSink;
@@ -75,12 +79,14 @@ class TelegramChannel implements ChannelAdapter {
   }
 
   get status(): ChannelStatus {
+    // getUpdates failing (network down, 5xx): not connected until it answers again.
+    if (this.state === 'running' && this.outage !== undefined) return 'starting';
     if (this.poller && this.state === 'running') return this.poller.polling ? 'running' : 'standby';
     return this.state;
   }
 
   get statusDetail(): string | undefined {
-    return this.detail;
+    return this.state === 'running' && this.outage !== undefined ? this.outage : this.detail;
   }
 
   async start(sink: InboundSink): Promise<void> {
@@ -88,11 +94,13 @@ class TelegramChannel implements ChannelAdapter {
     this.sink = sink;
     this.state = 'starting';
     this.detail = undefined;
+    this.outage = undefined;
+    this.lastFailure = undefined;
     try {
       this.checkSettings();
       const bot = new Bot(account.botToken, { client: account.apiRoot ? { apiRoot: account.apiRoot } : {} });
       // 429 → wait `retry_after`, 5xx → back off; bounded so that a reply is never retried forever.
-      bot.api.config.use(autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }), this.batchGuard());
+      bot.api.config.use(this.pollingWatch(), autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }), this.batchGuard());
       // One getMe (grammy's init would retry a refused connection forever): a wrong token or API root is
       // reported at once, in one line.
       const me = await bot.api.getMe(AbortSignal.timeout(this.options.startTimeoutMs ?? 30_000) as Parameters<Bot['init']>[0]);
@@ -182,10 +190,7 @@ class TelegramChannel implements ChannelAdapter {
         .catch((error: unknown) => {
           if (!started) return reject(error);
           if (isShutdown(error)) return;
-          const failure = telegramStartError(error, this.options.account);
-          this.state = 'failed';
-          this.detail = failure.message;
-          this.logger.error({ code: failure.code }, `Telegram polling stopped: ${failure.message}`);
+          this.pollingStopped(telegramStartError(error, this.options.account));
         });
     });
   }
@@ -217,7 +222,7 @@ class TelegramChannel implements ChannelAdapter {
       allowedUpdates: ALLOWED_UPDATES,
       createBot: () => {
         const bot = new Bot(account.botToken, { client: account.apiRoot ? { apiRoot: account.apiRoot } : {} });
-        bot.api.config.use(autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }), this.batchGuard());
+        bot.api.config.use(this.pollingWatch(), autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }), this.batchGuard());
         bot.botInfo = me;
         return bot;
       },
@@ -226,6 +231,45 @@ class TelegramChannel implements ChannelAdapter {
       onChange: (polling) => this.logger.info({ bot: `@${me.username}` }, polling ? 'Telegram poller lease won: polling' : 'Telegram poller: standing by'),
     });
     await this.poller.start();
+  }
+
+  /**
+   * Polling stopped for good (a 401 ends grammy's loop; a 404 is ended here): failed, with the error and its
+   * code for the supervisor, which restarts the channel or, for a rejected token, gives up with one clear line.
+   */
+  private pollingStopped(failure: ChannelError): void {
+    if (this.state === 'failed') return;
+    this.state = 'failed';
+    this.detail = failure.message;
+    this.outage = undefined;
+    this.lastFailure = failure;
+    this.logger.debug({ code: failure.code }, `Telegram polling stopped: ${failure.message}`);
+  }
+
+  /** Watches getUpdates: an outage is reported once at warn, its end at info, a rejected token stops polling. */
+  private pollingWatch() {
+    return pollingWatch({
+      failed: (error, failures) => {
+        if (this.state !== 'running' && this.state !== 'starting') return;
+        const detail = telegramStartError(error, this.options.account).message;
+        const first = this.outage === undefined;
+        this.outage = detail;
+        if (first) this.logger.warn({ failures }, `Telegram polling: getUpdates failed: ${detail} (grammy retries; the channel is not connected until it answers)`);
+        else this.logger.debug({ failures }, `Telegram polling: getUpdates failed again: ${detail}`);
+      },
+      recovered: (failures) => {
+        if (this.outage === undefined) return;
+        this.outage = undefined;
+        this.logger.info({ failures }, 'Telegram polling reconnected');
+      },
+      rejected: (code, description) => {
+        if (this.state !== 'running') return;
+        this.pollingStopped(telegramStartError(new GrammyError(`Call to 'getUpdates' failed! (${code}: ${description})`, { ok: false, error_code: code, description }, 'getUpdates', {}), this.options.account));
+        // grammy retries a 404 forever; a 401 has already ended its loop.
+        if (code !== 401 && this.bot?.isRunning()) void this.bot.stop().catch(() => undefined);
+        this.poller?.stop().catch(() => undefined);
+      },
+    });
   }
 
   /** Screens each getUpdates result: malformed entries dropped (logged), the offset moved past them. */

@@ -79,3 +79,51 @@ export function updateBatchGuard(report: (dropped: DroppedUpdates) => void): Tra
     return { ...response, result: updates };
   }) as Transformer;
 }
+
+/** What {@link pollingWatch} tells the adapter about its `getUpdates` calls. */
+export interface PollingEvents {
+  /** A call failed (a thrown network error, or `{ ok: false }` with a 5xx or 429); `failures` counts them in a row. */
+  failed(error: unknown, failures: number): void;
+  /** A call succeeded after `failures` failed ones in a row. */
+  recovered(failures: number): void;
+  /** Telegram answered 401 or 404 (the token was revoked or is unknown): retrying cannot fix it. */
+  rejected(errorCode: number, description: string): void;
+}
+
+/**
+ * A grammy API transformer that watches every `getUpdates` attempt, so that an outage is seen at once:
+ * grammy's polling loop retries a failed call every few seconds on its own and says so only at debug
+ * level. Install it before the retrying transformers (innermost), so that it sees each attempt. A call
+ * cancelled by stopping the bot is not a failure.
+ */
+export function pollingWatch(events: PollingEvents): Transformer {
+  let failures = 0;
+  const failed = (error: unknown) => {
+    failures++;
+    events.failed(error, failures);
+  };
+  return (async (prev, method, payload, signal) => {
+    if (method !== 'getUpdates') return prev(method, payload, signal);
+    let response: unknown;
+    try {
+      response = await prev(method, payload, signal);
+    } catch (error) {
+      if (!signal?.aborted) failed(error);
+      throw error;
+    }
+    const answer = response as { ok?: unknown; error_code?: unknown; description?: unknown } | null | undefined;
+    if (answer && typeof answer === 'object' && answer.ok === false) {
+      const code = Number(answer.error_code);
+      const description = typeof answer.description === 'string' ? answer.description : '';
+      if (code === 401 || code === 404) events.rejected(code, description);
+      else if (code >= 500 || code === 429) failed(new Error(`Telegram answered ${code} (${description}) to getUpdates`));
+      return response;
+    }
+    if (failures > 0) {
+      const was = failures;
+      failures = 0;
+      events.recovered(was);
+    }
+    return response;
+  }) as Transformer;
+}

@@ -123,9 +123,16 @@ export class ChannelSupervisor {
     await Promise.all(this.entries.map((e) => e.first));
   }
 
-  /** Each channel's state, attempts and last error. */
+  /**
+   * Each channel's state, attempts and last error. A connected channel whose adapter reports an outage (its
+   * SDK reconnects on its own) shows the adapter's current reason as its last error, not an older one.
+   */
   health(): ChannelHealth[] {
-    return this.entries.map((e) => ({ ...e.health }));
+    return this.entries.map((e) => {
+      const { status, statusDetail } = e.adapter;
+      const outage = e.health.state === 'connected' && status !== 'running' && status !== 'standby' && statusDetail;
+      return outage ? { ...e.health, lastError: statusDetail } : { ...e.health };
+    });
   }
 
   /** Stops retrying and stops every adapter (an attempt under way is waited for at most `boundMs`). */

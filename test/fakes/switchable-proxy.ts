@@ -6,6 +6,8 @@ export interface SwitchableProxy {
   /** `http://127.0.0.1:<port>` */
   url: string;
   up: boolean;
+  /** Cuts every open connection (kept-alive ones too): with `up = false`, the API goes down mid-run. */
+  dropConnections(): void;
   close(): Promise<void>;
 }
 
@@ -30,6 +32,7 @@ export async function startSwitchableProxy(targetPort: number, up = false): Prom
   const proxy: SwitchableProxy = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     up,
+    dropConnections: () => { for (const s of sockets) s.destroy(); },
     close: () => new Promise<void>((resolve) => {
       for (const s of sockets) s.destroy();
       server.close(() => resolve());

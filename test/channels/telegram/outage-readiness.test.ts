@@ -1,0 +1,96 @@
+import { PassThrough } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../../src/core/logger.ts';
+import { startGateway, type RunningGateway } from '../../../src/main.ts';
+import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram.ts';
+import { startSwitchableProxy, type SwitchableProxy } from '../../fakes/switchable-proxy.ts';
+import { tempDir, testConfig } from '../../helpers/gateway.ts';
+import { ManualTimers } from '../../helpers/manual-timers.ts';
+
+function capture() {
+  const out = new PassThrough();
+  const lines: { level: number; msg: string }[] = [];
+  out.on('data', (chunk: Buffer) => { for (const l of chunk.toString().trim().split('\n')) lines.push(JSON.parse(l)); });
+  return { logger: createLogger({ level: 'debug', destination: out }), lines };
+}
+
+type Ready = { status: number; body: { ready: boolean; failing?: { name: string; status?: string; state?: string; error: string }[] } };
+
+describe('Telegram: an outage after the channel connected', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let telegram: FakeTelegram;
+  let proxy: SwitchableProxy;
+  let gw: RunningGateway | undefined;
+  beforeEach(async () => {
+    tmp = tempDir();
+    telegram = await startFakeTelegram({ maxPollMs: 200 });
+    proxy = await startSwitchableProxy(Number(new URL(telegram.apiRoot).port), true);
+  });
+  afterEach(async () => {
+    await gw?.stop();
+    gw = undefined;
+    await proxy.close();
+    await telegram.close();
+    tmp.remove();
+  });
+
+  const readyz = async (): Promise<Ready> => {
+    const response = await fetch(`${gw!.url}/readyz`);
+    return { status: response.status, body: await response.json() as Ready['body'] };
+  };
+
+  it('is not ready while getUpdates fails (one warning), and ready again once Telegram answers', { timeout: 20_000 }, async () => {
+    const { logger, lines } = capture();
+    const timers = new ManualTimers();
+    const config = testConfig(tmp.dir, { session: { dmScope: 'per-peer' }, channels: { telegram: { dmPolicy: 'open' } } }, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
+    gw = await startGateway({ config, logger, supervision: { timers, watchMs: 5000 } });
+    await gw.supervisor.firstAttempts();
+    await telegram.waitFor('getUpdates');
+    expect(await readyz()).toEqual({ status: 200, body: { ready: true } });
+
+    proxy.up = false;
+    proxy.dropConnections();
+    await expect.poll(async () => (await readyz()).status, { timeout: 5000 }).toBe(503);
+    const down = await readyz();
+    expect(down.body.failing).toEqual([expect.objectContaining({
+      name: 'telegram/default', status: 'starting', state: 'connected',
+      error: expect.stringMatching(/^Could not reach the Telegram Bot API at http:\/\/127\.0\.0\.1:\d+ \(ECONN(RESET|REFUSED)\)/),
+    })]);
+    // grammy retries every 3 s by itself; a second failed attempt is not a second warning.
+    await expect.poll(() => lines.some((l) => l.level === 20 && l.msg.startsWith('Telegram polling: getUpdates failed again')), { timeout: 5000 }).toBe(true);
+    expect(lines.filter((l) => l.level >= 40).map((l) => l.msg)).toEqual([
+      expect.stringMatching(/^Telegram polling: getUpdates failed: Could not reach the Telegram Bot API/),
+    ]);
+
+    proxy.up = true;
+    await expect.poll(async () => (await readyz()).status, { timeout: 8000 }).toBe(200);
+    expect(lines.filter((l) => l.level === 30 && l.msg === 'Telegram polling reconnected')).toHaveLength(1);
+    expect(gw.supervisor.health()[1]).toMatchObject({ state: 'connected', attempts: 1 });
+    telegram.pushUpdate({ message: { message_id: 1, date: 1, chat: { id: 42, type: 'private' }, from: { id: 42, is_bot: false, first_name: 'Alice' }, text: 'back?' } });
+    await telegram.waitFor('sendMessage');
+  });
+
+  it('gives up with one error line when getUpdates answers 401 (token revoked mid-run)', { timeout: 20_000 }, async () => {
+    const { logger, lines } = capture();
+    const timers = new ManualTimers();
+    const config = testConfig(tmp.dir, {}, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
+    gw = await startGateway({ config, logger, supervision: { timers, watchMs: 5000 } });
+    await gw.supervisor.firstAttempts();
+    await telegram.waitFor('getUpdates');
+    telegram.failNext('getUpdates', { error_code: 401, description: 'Unauthorized' });
+    await telegram.waitFor('getUpdates', (c) => c.response.error_code === 401);
+    await expect.poll(() => gw!.adapters.find((a) => a.id === 'telegram')?.status).toBe('failed');
+    timers.advance(5000);
+    await expect.poll(() => gw!.supervisor.health()[1]?.state).toBe('gave-up');
+    for (let i = 0; i < 5; i++) timers.advance(600_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(telegram.callsOf('getMe')).toHaveLength(1);
+    expect(gw.supervisor.health()[1]).toMatchObject({ state: 'gave-up', attempts: 1, lastErrorCode: 'TELEGRAM_TOKEN_REJECTED' });
+    const ready = await readyz();
+    expect(ready.status).toBe(503);
+    expect(ready.body.failing).toEqual([expect.objectContaining({ name: 'telegram/default', state: 'gave-up', error: 'Telegram rejected TELEGRAM_BOT_TOKEN (401): create a bot with @BotFather and put its token in .env' })]);
+    expect(lines.filter((l) => l.level >= 40).map((l) => l.msg)).toEqual([
+      'channel telegram/default stopped: Telegram rejected TELEGRAM_BOT_TOKEN (401): create a bot with @BotFather and put its token in .env',
+    ]);
+  });
+});
