@@ -271,6 +271,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   registerCheckedCommands(runtime.commands, { providers, clock, keyTotals: (key) => accounting.keyTotals(key), sessionTotals: (key, id) => accounting.sessionTotals(key, id) });
   const dmWarning = dmScopeWarning(config, await pairing.paired().catch(() => []));
   if (dmWarning) logger.warn(dmWarning);
+  for (const line of await runtime.contextEngine.budgetWarnings()) logger.warn(line);
   const dashboardAuth = createDashboardAuth({ token: config.gateway.authToken, stateDir: config.stateDir, clock });
   const ready: ReadinessSources = { pingStore: async () => { await store.get('agent:main:readyz'); }, channels: channelReports, isClosing: () => gateway.isClosing };
   const live = new DashboardEvents({

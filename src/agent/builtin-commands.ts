@@ -8,8 +8,13 @@ import { pauseGoalRun } from './runs.ts';
 
 const n = (value: number) => value.toLocaleString('en-US');
 
+/** What `/status` asks of the context engine: whether the session's token budget is below its fixed prompt cost. */
+export interface BudgetCheck {
+  budgetBelowFixedCost(entry: SessionEntry): Promise<string | undefined>;
+}
+
 /** `/status`, `/usage`, `/stop`, `/timezone`, `/model`, `/goal`, `/help`; `/new` and `/reset` are reset triggers. */
-export function registerBuiltinCommands(registry: CommandRegistry): void {
+export function registerBuiltinCommands(registry: CommandRegistry, budgets?: BudgetCheck): void {
   const commands: ChatCommand[] = [
     {
       name: 'status',
@@ -21,6 +26,7 @@ export function registerBuiltinCommands(registry: CommandRegistry): void {
         const pct = contextWindow ? Math.round((e.contextTokens / contextWindow) * 100) : 0;
         const running = services.isRunning(e.key);
         const queued = services.queueDepth(e.key);
+        const belowFixedCost = await budgets?.budgetBelowFixedCost(e);
         return [
           `**Status** · ${e.key}`,
           `• session id: ${e.sessionId}`,
@@ -34,6 +40,7 @@ export function registerBuiltinCommands(registry: CommandRegistry): void {
           `• turn: ${running ? 'running' : 'idle'}${queued ? `, ${queued} queued` : ''}`,
           `• run: ${runLine(e, services.config.backgroundExecution.maxBatchesPerGoal)}`,
           ...budgetLine(e, services.config.agents.find((a) => a.id === e.agentId)?.tokenBudget ?? 0),
+          ...(belowFixedCost ? [`• ⚠ ${belowFixedCost}`] : []),
           `• tools: ${toolsLine(services.toolsOf(e))}`,
         ].join('\n');
       },

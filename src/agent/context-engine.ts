@@ -15,7 +15,8 @@ import { CompactionError, ContextOverflowError, planCompaction, summarizeHistory
 import { activeHistory, buildContext, messageTokensOf, type BuiltContext } from './context.ts';
 import { MAX_FLUSH_ROUNDS, memoryFileOf, memoryFlushPrompt } from './memory-flush.ts';
 import { Pruner, type PruneStats } from './pruning.ts';
-import { calibrationKey, isPlausible, TokenCalibration } from './token-calibration.ts';
+import { ephemeralSessionOf } from './session-init.ts';
+import { calibrationKey, isPlausible, PromptPrediction, TokenCalibration } from './token-calibration.ts';
 import { chatMessageTokens, countRequestTokens, countTokens } from './tokens.ts';
 import type { InputComponents, LlmCallKind } from './turn-events.ts';
 import type { ProviderCallRequest } from './provider-call.ts';
@@ -104,6 +105,8 @@ export interface CompactionOutcome {
  */
 export class ContextEngine {
   readonly calibration = new TokenCalibration();
+  /** The session budget's prompt prediction from the provider's last reported prompt size (SPEC §14). */
+  private readonly prompts = new PromptPrediction();
   private readonly deps: ContextEngineDeps;
   private readonly bootstrap = new BootstrapLoader();
   private readonly pruner = new Pruner();
@@ -161,6 +164,39 @@ export class ContextEngine {
       context, estimate: Math.round(context.tokens * factor), factor, bootstrap, pruned, provider, providerId, model, contextWindow,
       threshold, tools, history,
     };
+  }
+
+  /**
+   * What every request of the session costs before any message (system prompt, bootstrap files, tool schemas of
+   * its preset), calibrated: a session token budget below it refuses every first message (SPEC §14).
+   */
+  async fixedPromptTokens(entry: SessionEntry): Promise<number> {
+    return (await this.assemble({ key: entry.key, entry, holds: 0 }, { history: [] })).estimate;
+  }
+
+  /**
+   * The line `/status` and the start-up log show when a session's token budget is below its fixed prompt cost;
+   * undefined when it is not (or there is no budget).
+   */
+  async budgetBelowFixedCost(entry: SessionEntry): Promise<string | undefined> {
+    const budget = this.deps.agentFor(entry.agentId).tokenBudget;
+    if (!budget) return undefined;
+    const fixed = await this.fixedPromptTokens(entry);
+    if (fixed <= budget) return undefined;
+    const n = (v: number) => v.toLocaleString('en-US');
+    return `${this.budgetKeyOf(entry)} (${n(budget)}) is below what every request of agent ${entry.agentId} costs before any message (about ${n(fixed)} tokens: system prompt, bootstrap files and tool schemas), so every first message is refused: raise it, or choose a smaller tools preset.`;
+  }
+
+  /** {@link budgetBelowFixedCost} for a new direct session of each agent (logged at start). */
+  async budgetWarnings(): Promise<string[]> {
+    const lines: string[] = [];
+    for (const agent of this.deps.config.agents) {
+      if (!agent.tokenBudget) continue;
+      const { entry } = ephemeralSessionOf({ key: `agent:${agent.id}:main`, agentId: agent.id, channel: 'webchat', accountId: 'default', chatType: 'direct' }, this.deps.clock.now());
+      const line = await this.budgetBelowFixedCost(entry);
+      if (line) lines.push(line);
+    }
+    return lines;
   }
 
   /**
@@ -285,15 +321,17 @@ export class ContextEngine {
 
   /** The accounted call, then calibration from the reported prompt size. */
   private async callCounted(session: ActiveSession, assembled: AssembledContext, context: BuiltContext, kind: LlmCallKind, scope: CallScope, tools: ToolSchema[]): Promise<ProviderResponse> {
+    const calibrated = context === assembled.context ? assembled.estimate : Math.round(context.tokens * assembled.factor);
     const response = await this.deps.callProvider({
       session, provider: assembled.provider, model: assembled.model, context, kind,
       input: { correlationId: scope.correlationId, signal: scope.signal, onDelta: kind === 'turn' ? scope.onDelta : undefined, message: scope.message },
       usage: scope.usage, state: scope.state, logger: scope.logger, tools,
-      estimate: context === assembled.context ? assembled.estimate : Math.round(context.tokens * assembled.factor), budgetKey: this.budgetKeyOf(session.entry),
+      estimate: kind === 'compaction' ? calibrated : this.prompts.predict(session.entry, context.tokens, calibrated), budgetKey: this.budgetKeyOf(session.entry),
     });
     const counted = context.tokens;
     const reported = response.usage ? response.usage.inputTokens + response.usage.cacheReadTokens + response.usage.cacheWriteTokens : undefined;
     if (reported !== undefined) this.calibration.observe(calibrationKey(assembled.providerId, assembled.model), reported, counted);
+    if (reported !== undefined && kind === 'turn') this.prompts.record(session.entry, reported, counted);
     if (kind === 'turn') {
       session.entry.contextTokens = reported !== undefined && isPlausible(reported, counted)
         ? reported

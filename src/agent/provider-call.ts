@@ -40,7 +40,7 @@ export interface ProviderCallRequest {
   state: { estimated: boolean; model?: string };
   logger: Logger;
   tools?: ToolSchema[];
-  /** The calibrated estimate of the prompt (our count times the model's factor); our raw count when absent. */
+  /** The predicted prompt: the session's last reported prompt size plus what was added since, else the calibrated estimate (our count times the model's factor); our raw count when absent. */
   estimate?: number;
   /**
    * The setting the session budget comes from, named in the refusal: `session.tokenBudget` (the default) or
@@ -115,7 +115,7 @@ export class ProviderCaller {
   }
 
   /**
-   * SPEC §14: the calibrated prompt estimate is checked against what is left of the session id's input +
+   * SPEC §14: the predicted prompt (see `estimate`) is checked against what is left of the session id's input +
    * output tokens under its agent's `tokenBudget`. A call with no room left for an answer is not made
    * (nothing is sent, nothing is charged); otherwise the completion is capped at what is left
    * (`min(provider.maxTokens, left − prompt)`), so an answer cannot take the session past its budget.

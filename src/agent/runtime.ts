@@ -96,7 +96,7 @@ export class AgentRuntime {
     this.events = options.events ?? new TurnEvents(options.logger);
     this.settler = new RunSettler({ sessions: options.sessions, events: this.events, clock: options.clock, logger: options.logger });
     this.tools = options.tools ?? new ToolRegistry({ timeoutMs: options.config.tools.timeoutSeconds * 1000, maxResultChars: options.config.tools.maxResultChars });
-    registerBuiltinCommands(this.commands);
+    registerBuiltinCommands(this.commands, { budgetBelowFixedCost: (e) => this.contextEngine.budgetBelowFixedCost(e) });
     const timezoneOf = (e: SessionEntry) => this.resetPolicyOf(e).timezone ?? hostZone();
     this.contextEngine = new ContextEngine({
       config: options.config, clock: options.clock, logger: options.logger,

@@ -65,3 +65,35 @@ export function calibrationKey(providerId: string, model: string): string {
 function clamp(value: number): number {
   return Math.min(CALIBRATION_MAX, Math.max(CALIBRATION_MIN, value));
 }
+
+/** A session's last call with a reported prompt size: what the provider counted, and what we counted. */
+interface ReportedPrompt {
+  sessionId: string;
+  compactionCount: number;
+  reported: number;
+  counted: number;
+}
+
+/**
+ * The session budget's prediction of a prompt (SPEC §14): the prompt size the provider last reported for this
+ * session plus what our count says was added since, so a provider that counts very differently from us (which
+ * calibration ignores as implausible) is still predicted by what it charges. Only when the session has no
+ * reported call yet, or a reset or compaction changed the prefix since, is the calibrated estimate used.
+ * In memory (one record per session key): after a restart the first call of a session is estimated again.
+ */
+export class PromptPrediction {
+  private readonly last = new Map<string, ReportedPrompt>();
+
+  /** Records a call of the session whose request we counted as `counted` and the provider as `reported`. */
+  record(entry: { key: string; sessionId: string; compactionCount: number }, reported: number, counted: number): void {
+    if (!(reported >= 0) || !(counted > 0)) return;
+    this.last.set(entry.key, { sessionId: entry.sessionId, compactionCount: entry.compactionCount, reported, counted });
+  }
+
+  /** The predicted prompt of the session's next call, whose request we count as `counted`; `calibrated` when there is no usable record. */
+  predict(entry: { key: string; sessionId: string; compactionCount: number }, counted: number, calibrated: number): number {
+    const last = this.last.get(entry.key);
+    if (!last || last.sessionId !== entry.sessionId || last.compactionCount !== entry.compactionCount) return calibrated;
+    return Math.max(0, last.reported + counted - last.counted);
+  }
+}
