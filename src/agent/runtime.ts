@@ -43,7 +43,7 @@ export interface TurnInput {
   onDelta?: (text: string) => void;
   groupContext?: GroupContextItem[];
   logger?: Logger;
-  /** The caller that may go away (an HTTP client); it stops the turn unless the session runs toward a goal in the background. */
+  /** The caller that may go away (an HTTP client); it stops the turn, except a web chat page's or a run toward a goal in the background. */
   clientSignal?: AbortSignal;
   /** Gives the lane's concurrency slot back while `work` waits on another session (sessions_yield). */
   lendSlot?: <T>(work: () => Promise<T>) => Promise<T>;
@@ -174,8 +174,10 @@ export class AgentRuntime {
     const usage = zeroUsage();
     const state = { estimated: false, model: undefined as string | undefined };
     let outcome: TurnResult['outcome'] = 'failed';
-    // A run toward a goal goes on when the client that started it goes away (a closed web page).
-    const detached = this.options.config.backgroundExecution.enabled && Boolean(session.entry.goal);
+    // A closed web page never cancels its turn: the answer is kept and reaches the user's open pages
+    // (/webchat/events); nor does a client going away stop a run toward a goal. An API caller that closes its
+    // connection does cancel, as with OpenAI.
+    const detached = message.channel === 'webchat' || (this.options.config.backgroundExecution.enabled && Boolean(session.entry.goal));
     const signal = input.clientSignal && !detached ? AbortSignal.any([input.signal, input.clientSignal]) : input.signal;
     const turnInput: TurnInput = { ...input, signal };
     this.events.emit('onTurnStart', scopedEvent(scope(), { at: started }));

@@ -76,6 +76,8 @@ export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => vo
       const text = body?.text;
       if (typeof text !== 'string' || !text.trim()) throw new BadRequestError('Field "text" must be a non-empty string.', 'invalid_text');
       const user = checkedUser(body?.user);
+      // Tells the channel when the page went away (its answer then goes to the user's open pages); it never
+      // cancels the turn (the runtime keeps a web chat turn going, SPEC §11).
       const signal = c.req.raw.signal;
       const correlationId = c.get('correlationId');
       // `user` is the client's choice: the bucket is the name from this client (its address, and the gateway's
