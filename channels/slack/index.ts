@@ -122,7 +122,8 @@ class SlackChannel implements ChannelAdapter {
   async stop(): Promise<void> {
     const app = this.app;
     this.app = undefined;
-    this.status = 'stopped';
+    // A failure stays visible (the supervisor stops a failed channel before deciding whether to retry).
+    if (this.status !== 'failed') this.status = 'stopped';
     if (this.socket) await this.socket.stop().catch((err: unknown) => this.logger.warn({ err }, 'slack: Socket Mode did not close cleanly'));
     else if (app) await app.stop().catch((err: unknown) => this.logger.warn({ err }, 'slack: stop failed'));
     this.socket = undefined;
@@ -177,7 +178,28 @@ class SlackChannel implements ChannelAdapter {
   /** The bolt App, with the identity from our own auth.test so bolt never calls it (no unbounded retries). */
   private createApp(sink: InboundSink, bot: SlackBotIdentity): App {
     if (this.account.mode === 'socket') {
-      this.socket = new SlackSocket({ appToken: this.account.appToken, clientOptions: this.clientOptions, boltLogger: this.bolt, logger: this.logger });
+      this.socket = new SlackSocket({
+        appToken: this.account.appToken, clientOptions: this.clientOptions, boltLogger: this.bolt, logger: this.logger,
+        events: {
+          // Not connected while the socket is down: `/readyz` answers 503 with the reason until it is back.
+          disconnected: (reason) => {
+            if (this.status !== 'running' && this.status !== 'starting') return;
+            this.status = 'starting';
+            this.statusDetail = `Slack account "${this.accountId}": ${reason}; reconnecting`;
+          },
+          reconnected: () => {
+            if (this.status !== 'starting' || !this.app) return;
+            this.status = 'running';
+            this.statusDetail = undefined;
+          },
+          authFailed: (error) => {
+            const failure = new ChannelError('SLACK_AUTH_FAILED', `Slack account "${this.accountId}": Socket Mode could not reconnect, the app token was refused (${describeSlackError(error)}); check SLACK_APP_TOKEN (xapp-… with connections:write), then restart.`, error);
+            this.status = 'failed';
+            this.statusDetail = failure.message;
+            this.lastFailure = failure;
+          },
+        },
+      });
     }
     const app = new App({
       token: this.account.botToken,

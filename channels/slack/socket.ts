@@ -1,6 +1,17 @@
 import { SocketModeReceiver, type App, type Logger as BoltLogger, type ReceiverEvent, webApi } from '@slack/bolt';
 import type { Logger } from '../../src/core/logger.ts';
+import { describeSlackError, isSlackAuthError } from './auth.ts';
 import { DELIVERY_PROPERTY, type DeliveryOutcome } from './http-receiver.ts';
+
+/** What {@link SlackSocket} tells its adapter about the connection after start. */
+export interface SlackSocketEvents {
+  /** The connection is down and being re-established; `reason` is one line (why it dropped, or why the last attempt failed). */
+  disconnected(reason: string): void;
+  /** Connected again. */
+  reconnected(): void;
+  /** Slack refused the app token on a reconnect (invalid_auth, token_revoked, …): no more attempts. */
+  authFailed(error: unknown): void;
+}
 
 /** Options of {@link SlackSocket}. */
 export interface SlackSocketOptions {
@@ -10,6 +21,8 @@ export interface SlackSocketOptions {
   logger: Logger;
   /** Longest wait for the close handshake on stop (default 2 s). */
   closeTimeoutMs?: number;
+  /** Hears of outages after start, and of their end. */
+  events?: SlackSocketEvents;
 }
 
 /** What @slack/socket-mode emits as `slack_event`. */
@@ -47,7 +60,8 @@ export class SlackSocket {
     const logger: BoltLogger = {
       ...bolt,
       warn: (...args: unknown[]) => (this.quiet ? bolt.debug(...args) : bolt.warn(...args)),
-      error: (...args: unknown[]) => (this.quiet ? bolt.debug(...args) : bolt.error(...args)),
+      // A dropped socket is reported once by us ("connection lost"); the client's error lines about it are detail.
+      error: (...args: unknown[]) => (this.quiet || isSocketDropNoise(args) ? bolt.debug(...args) : bolt.error(...args)),
     };
     this.receiver = new SocketModeReceiver({
       appToken: options.appToken,
@@ -127,29 +141,51 @@ export class SlackSocket {
   private onDisconnected(): void {
     if (this.stopping || !this.connected) return;
     this.connected = false;
+    // Once per outage; the attempts that follow are debug, their end is one info line.
+    this.options.logger.warn('slack: Socket Mode connection lost; reconnecting');
+    this.options.events?.disconnected('Socket Mode connection lost');
     this.scheduleReconnect();
   }
 
   private scheduleReconnect(): void {
     const delay = Math.min(30_000, 500 * 2 ** this.failures);
-    this.options.logger.warn({ retryInMs: delay }, 'slack: Socket Mode connection lost; reconnecting');
+    this.options.logger.debug({ retryInMs: delay, failures: this.failures }, 'slack: Socket Mode reconnect scheduled');
     this.reconnectTimer = setTimeout(() => {
       if (this.stopping) return;
+      // The client's own complaints about a failed attempt would repeat on every attempt: the outcome is ours.
+      this.quiet = true;
       this.receiver.client.start().then(
         () => {
+          this.quiet = false;
+          if (this.stopping) return;
           this.connected = true;
           this.failures = 0;
           this.options.logger.info('slack: Socket Mode reconnected');
+          this.options.events?.reconnected();
         },
         (err: unknown) => {
+          this.quiet = false;
+          if (this.stopping) return;
           this.failures++;
-          this.options.logger.warn({ err }, 'slack: Socket Mode reconnect failed');
-          if (!this.stopping) this.scheduleReconnect();
+          if (isSlackAuthError(err)) {
+            // A refused app token does not come back by retrying: the adapter fails, the supervisor says so once.
+            this.options.logger.debug({ err }, 'slack: Socket Mode reconnect refused the app token; not retrying');
+            this.options.events?.authFailed(err);
+            return;
+          }
+          this.options.logger.debug({ err, failures: this.failures }, 'slack: Socket Mode reconnect failed');
+          this.options.events?.disconnected(`Socket Mode reconnect failed: ${describeSlackError(err)}`);
+          this.scheduleReconnect();
         },
       );
     }, delay);
     this.reconnectTimer.unref();
   }
+}
+
+/** The Socket Mode client's own error lines when its WebSocket drops ("WebSocket error occurred", "WebSocket error! …"). */
+function isSocketDropNoise(args: unknown[]): boolean {
+  return typeof args[0] === 'string' && args[0].startsWith('WebSocket error');
 }
 
 type FrameClient = {

@@ -64,6 +64,15 @@ export interface FakeSlack {
   sendRaw(text: string): void;
   /** Asks every Socket Mode client to reconnect, as Slack does (`disconnect` message, then the client closes). */
   disconnectSockets(reason?: string): Promise<void>;
+  /**
+   * While true, Slack is down: `apps.connections.open` answers HTTP 503 and Socket Mode upgrades are cut
+   * (other Web API methods answer as usual).
+   */
+  down: boolean;
+  /** From now on `apps.connections.open` refuses the app token with this error (`token_revoked`, `invalid_auth`, …). */
+  revokeAppToken(error?: string): void;
+  /** Cuts every Socket Mode connection without a close frame (the network dropped it). */
+  dropSockets(): void;
   /** Closes everything (Socket Mode clients gracefully, with a close frame). */
   close(): Promise<void>;
 }
@@ -81,6 +90,7 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
   let tickets = 0;
   let envelopes = 0;
   const acks: string[] = [];
+  let revoked: string | undefined;
 
   const handlers: Record<string, (body: Record<string, unknown>, headers: IncomingMessage['headers']) => Record<string, unknown>> = {
     'auth.test': () => ({ url: 'https://fake.slack.com/', team: 'Fake Team', user: 'switchboard', team_id: identity.teamId, user_id: identity.userId, bot_id: identity.botId }),
@@ -96,6 +106,7 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
     },
     'apps.connections.open': (_b, headers) => {
       const auth = String(headers.authorization ?? '');
+      if (revoked) return { ok: false, error: revoked };
       if (options.appToken && auth !== `Bearer ${options.appToken}`) return { ok: false, error: 'invalid_auth' };
       if (!auth.startsWith('Bearer xapp-')) return { ok: false, error: 'not_allowed_token_type' };
       return { url: `ws://127.0.0.1:${port}/link/?ticket=t${++tickets}` };
@@ -112,6 +123,11 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
       body = type.includes('json') ? JSON.parse(raw || '{}') : Object.fromEntries(new URLSearchParams(raw));
     } catch {
       body = {};
+    }
+    if (fake.down && method === 'apps.connections.open') {
+      calls.push({ method, body, headers: req.headers, at: Date.now(), status: 503 });
+      res.writeHead(503, { 'content-type': 'text/plain' }).end('Service Unavailable');
+      return;
     }
     const scripted = scripts.get(method)?.shift();
     const status = scripted?.status ?? 200;
@@ -131,7 +147,7 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
 
   const wss = new WebSocketServer({ noServer: true });
   server.on('upgrade', (req, socket, head) => {
-    if (!req.url?.startsWith('/link')) {
+    if (!req.url?.startsWith('/link') || fake.down) {
       socket.destroy();
       return;
     }
@@ -162,7 +178,10 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
     const unsubscribe = subscribe((value) => { clearTimeout(timer); unsubscribe(); resolve(value); });
   });
 
-  return {
+  const fake: FakeSlack = {
+    down: false,
+    revokeAppToken(error = 'token_revoked') { revoked = error; },
+    dropSockets() { for (const ws of sockets) ws.terminate(); },
     apiUrl: `http://127.0.0.1:${port}/api/`,
     identity,
     calls,
@@ -225,6 +244,7 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  return fake;
 }
 
 /** Headers of a request signed like Slack's (`X-Slack-Signature`, `X-Slack-Request-Timestamp`). */
