@@ -59,6 +59,8 @@ class DiscordChannel implements ChannelAdapter {
   readonly accountId: string;
   private state: ChannelStatus = 'stopped';
   statusDetail?: string;
+  /** The error behind a failure after start-up (the gateway closed for good), with its code for the supervisor. */
+  lastFailure?: ChannelError;
   /** Cluster mode: the shard leases; `client` is then a REST-only client (never logged in to the gateway). */
   private shards?: ShardLeases;
   private readonly options: DiscordChannelOptions;
@@ -89,6 +91,8 @@ class DiscordChannel implements ChannelAdapter {
 
   get status(): ChannelStatus {
     if (this.shards && this.state === 'running') return this.shards.held > 0 ? 'running' : 'standby';
+    // While discord.js reconnects the channel is not connected: `/readyz` and the dashboard say so.
+    if (this.state === 'running' && this.statusDetail === RECONNECTING) return 'starting';
     return this.state;
   }
 
@@ -101,6 +105,7 @@ class DiscordChannel implements ChannelAdapter {
     this.sink = sink;
     this.state = 'starting';
     this.statusDetail = undefined;
+    this.lastFailure = undefined;
     if (this.options.cluster) return this.startSharded();
     let client: Client;
     try {
@@ -316,8 +321,11 @@ class DiscordChannel implements ChannelAdapter {
     client.on(Events.ShardDisconnect, (event, shardId) => {
       if (this.shards?.holds(client)) return this.shards.drop(client, `gateway closed with code ${event.code}`);
       if (this.client !== client || this.state === 'starting') return;
-      const detail = startError(Object.assign(new Error(`gateway closed with code ${event.code}`), { code: event.code }), this.options.account).message;
+      const failure = startError(Object.assign(new Error(`gateway closed with code ${event.code}`), { code: event.code }), this.options.account);
+      const detail = failure.message;
       this.fail(detail);
+      // Its code (DISCORD_TOKEN_REJECTED for 4004) tells the supervisor whether to retry.
+      this.lastFailure = failure;
       this.logger.error({ shardId, code: event.code }, `discord gateway closed for good: ${detail}`);
     });
     return client;

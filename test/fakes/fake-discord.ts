@@ -59,6 +59,10 @@ export interface FakeDiscord {
   identifies: number;
   /** Drops the gateway connection without a close frame (the client resumes). */
   dropConnection(): void;
+  /** Closes the gateway connection with a close frame of this code (4004: the token was reset meanwhile). */
+  closeConnection(code: number, reason?: string): void;
+  /** While true, every new gateway connection is cut at once, before HELLO (a gateway that is down). */
+  refuseGateway: boolean;
   /** Gateway RESUMEs received. */
   resumes: number;
   /** `POST /channels/:id/messages` answered with an earlier message because its enforced nonce was seen. */
@@ -209,6 +213,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   /** A dispatch on one connection (answers to its own IDENTIFY or RESUME go there, not to the latest one). */
   const dispatchTo = (ws: WebSocket, t: string, d: unknown) => send(ws, { op: 0, t, s: ++seq, d });
   wss.on('connection', (ws) => {
+    if (fake.refuseGateway) {
+      ws.terminate();
+      return;
+    }
     sockets.add(ws);
     socket = ws;
     ws.on('close', () => {
@@ -249,6 +257,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     identifies: 0,
     resumes: 0,
     deduplicated: 0,
+    refuseGateway: false,
+    closeConnection(code, reason = 'Authentication failed.') {
+      socket?.close(code, reason);
+    },
     dropConnection() {
       socket?.terminate();
       socket = undefined;
