@@ -88,14 +88,16 @@ export function sessionTools(deps: SessionToolDeps): Tool[] {
   const yieldTool = defineTool({
     name: 'sessions_yield',
     group: 'group:sessions',
-    description: 'Send a message to another session and wait for its next answer (up to timeoutSeconds).',
+    description: `Send a message to another session and wait for its next answer (up to timeoutSeconds: default 60, at most ${MAX_YIELD_SECONDS}).`,
     schema: z.object({
       sessionKey: z.string().min(1).max(512),
       message: z.string().trim().min(1).max(50_000),
-      timeoutSeconds: z.number().int().min(1).max(MAX_YIELD_SECONDS).default(60),
+      // SPEC §11 "at most 600": a longer wait is cut to it rather than refused as bad arguments.
+      timeoutSeconds: z.number().int().min(1).default(60),
     }),
-    maxDurationMs: ({ timeoutSeconds }) => (timeoutSeconds + 5) * 1000,
-    async run({ sessionKey, message, timeoutSeconds }, ctx: ToolContext) {
+    maxDurationMs: ({ timeoutSeconds }) => (Math.min(timeoutSeconds, MAX_YIELD_SECONDS) + 5) * 1000,
+    async run({ sessionKey, message, timeoutSeconds: asked }, ctx: ToolContext) {
+      const timeoutSeconds = Math.min(asked, MAX_YIELD_SECONDS);
       const caller = ctx.entry;
       const target = await visibility.resolve(caller, sessionKey);
       if (!target) return NOT_VISIBLE;
@@ -135,7 +137,8 @@ export function sessionTools(deps: SessionToolDeps): Tool[] {
         const list = await visibility.list(caller, limit);
         return {
           sessions: list.map((e) => ({
-            key: e.key, channel: e.channel, runState: e.runState, updatedAt: new Date(e.updatedAt).toISOString(), totalTokens: totalTokens(e.tokens),
+            key: e.key, channel: e.channel, runState: e.runState, updatedAt: new Date(e.updatedAt).toISOString(),
+            tokens: { input: e.tokens.input, output: e.tokens.output, cacheRead: e.tokens.cacheRead, cacheWrite: e.tokens.cacheWrite }, totalTokens: totalTokens(e.tokens),
             ...(e.displayName ? { label: e.displayName } : {}),
           })),
         };
