@@ -326,7 +326,8 @@ class DiscordChannel implements ChannelAdapter {
       this.fail(detail);
       // Its code (DISCORD_TOKEN_REJECTED for 4004) tells the supervisor whether to retry.
       this.lastFailure = failure;
-      this.logger.error({ shardId, code: event.code }, `discord gateway closed for good: ${detail}`);
+      // The supervisor says it in one line (and retries unless the failure is definite).
+      this.logger.debug({ shardId, code: event.code }, `discord gateway closed for good: ${detail}`);
     });
     return client;
   }
