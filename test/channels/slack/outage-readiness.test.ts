@@ -68,6 +68,25 @@ describe('Slack Socket Mode: the connection drops after the channel connected', 
     await slack.waitFor('chat.postMessage');
   });
 
+  it('names the outage\'s own reason, not an older start-up failure', { timeout: 20_000 }, async () => {
+    const timers = new ManualTimers();
+    slack.down = true;
+    const config = testConfig(tmp.dir, { session: { dmScope: 'per-peer' }, channels: { slack: { dmPolicy: 'open' } } }, { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_APP_TOKEN: APP_TOKEN, SLACK_API_URL: slack.apiUrl });
+    gw = await startGateway({ config, logger: capture().logger, supervision: { timers, random: () => 0.5, watchMs: 600_000 } });
+    await gw.supervisor.firstAttempts();
+    expect((await readyz()).body.failing).toEqual([expect.objectContaining({ name: 'slack/default', state: 'retrying', error: expect.stringContaining('Socket Mode did not connect (HTTP 503)') })]);
+    slack.down = false;
+    timers.advance(1000);
+    await expect.poll(async () => (await readyz()).status, { timeout: 5000 }).toBe(200);
+
+    slack.dropSockets();
+    await expect.poll(async () => (await readyz()).status, { timeout: 5000 }).toBe(503);
+    expect((await readyz()).body.failing).toEqual([expect.objectContaining({
+      name: 'slack/default', state: 'connected', error: 'Slack account "default": Socket Mode connection lost; reconnecting',
+    })]);
+    await expect.poll(async () => (await readyz()).status, { timeout: 5000 }).toBe(200);
+  });
+
   it('gives up with one error line when the app token is revoked mid-run', { timeout: 20_000 }, async () => {
     const timers = new ManualTimers();
     const lines = await start(timers);
