@@ -189,3 +189,19 @@ describe('splitDiscordText: a cut before > or #', () => {
   });
 });
 
+describe('splitDiscordText: emphasis and URLs in long text', () => {
+  it.each([
+    ['underscores in a bare URL are not emphasis', 'see https://x.com/a_b_c_d and more words', 30, ['see https://x.com/a_b_c_d and', 'more words']],
+    ['a URL inside a word is not a bare URL: its underscores are text', 'xhttps://x.com/a_b_ and _more words here_', 24, ['xhttps://x.com/a_b_ and', '_more words here_']],
+    ['*a**b*: the inner ** is text (the rule of 3)', '*aaaa**bbbb cccc dddd*', 12, ['*aaaa**bbbb*', '*cccc dddd*']],
+    ['***a b*** is bold and italic, closed and reopened as such', '***aaaa bbbb***', 12, ['***aaaa***', '***bbbb***']],
+    ['__, ~~ and || pair and reopen', '__aaaa bbbb__ ~~cccc dddd~~ ||eeee ffff||', 12, ['__aaaa__', '__bbbb__', '~~cccc~~', '~~dddd~~', '||eeee||', '||ffff||']],
+    ['bold after bold, with plain text between', '**aaaa** bbbb **cccc dddd**', 12, ['**aaaa**', 'bbbb', '**cccc**', '**dddd**']],
+    ['bold and bold-italic in one line', 'a **b** c ***d e*** f', 8, ['a **b**', 'c', '***d***', '***e***', 'f']],
+    ['an autolink up to half a message stays one', '<https://x.com/abcdef> and some more words here', 40, ['<https://x.com/abcdef> and some more', 'words here']],
+    ['a longer autolink is written bare', '<https://x.com/abcdefg> and some more words here', 40, ['https://x.com/abcdefg and some more', 'words here']],
+  ])('%s', (_name, text, limit, expected) => {
+    expect(splitDiscordText(text, limit)).toEqual(expected);
+  });
+});
+
