@@ -66,6 +66,9 @@ function clamp(value: number): number {
   return Math.min(CALIBRATION_MAX, Math.max(CALIBRATION_MIN, value));
 }
 
+/** Sessions whose last reported prompt is kept (the least recently called are forgotten: estimated again). */
+const MAX_PREDICTED_SESSIONS = 10_000;
+
 /** A session's last call with a reported prompt size: what the provider counted, and what we counted. */
 interface ReportedPrompt {
   sessionId: string;
@@ -79,15 +82,19 @@ interface ReportedPrompt {
  * session plus what our count says was added since, so a provider that counts very differently from us (which
  * calibration ignores as implausible) is still predicted by what it charges. Only when the session has no
  * reported call yet, or a reset or compaction changed the prefix since, is the calibrated estimate used.
- * In memory (one record per session key): after a restart the first call of a session is estimated again.
+ * In memory (one record per session key, for the 10,000 most recently called): after a restart the first call of a
+ * session is estimated again.
  */
 export class PromptPrediction {
   private readonly last = new Map<string, ReportedPrompt>();
 
   /** Records a call of the session whose request we counted as `counted` and the provider as `reported`. */
   record(entry: { key: string; sessionId: string; compactionCount: number }, reported: number, counted: number): void {
-    if (!(reported >= 0) || !(counted > 0)) return;
+    if (!(reported > 0) || !(counted > 0)) return;
+    // Newest last; the oldest goes first once full (one-off API calls each have a key of their own).
+    this.last.delete(entry.key);
     this.last.set(entry.key, { sessionId: entry.sessionId, compactionCount: entry.compactionCount, reported, counted });
+    if (this.last.size > MAX_PREDICTED_SESSIONS) this.last.delete(this.last.keys().next().value!);
   }
 
   /** The predicted prompt of the session's next call, whose request we count as `counted`; `calibrated` when there is no usable record. */

@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { createLogger, silentLogger } from '../../src/core/logger.ts';
+import { PromptPrediction } from '../../src/agent/token-calibration.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai.ts';
 import { testConfig, tempDir } from '../helpers/gateway.ts';
@@ -68,5 +69,35 @@ describe('the session budget predicts from the reported usage', () => {
     await start(100_000, lines);
     expect(lines.filter((l) => l.includes('tokenBudget'))).toEqual([]);
     expect(await http.say('alice', '/status')).not.toContain('⚠');
+  });
+});
+
+describe('PromptPrediction', () => {
+  const session = { key: 'agent:main:direct:alice', sessionId: 's1', compactionCount: 0 };
+
+  it('predicts the last reported prompt plus what our count says was added; the calibrated estimate before any report', () => {
+    const prediction = new PromptPrediction();
+    expect(prediction.predict(session, 900, 905)).toBe(905);
+    prediction.record(session, 40, 900);
+    expect(prediction.predict(session, 930, 935)).toBe(70);
+  });
+
+  it('a reset, a compaction or a report of 0 leaves the calibrated estimate', () => {
+    const prediction = new PromptPrediction();
+    prediction.record(session, 40, 900);
+    expect(prediction.predict({ ...session, sessionId: 's2' }, 930, 935)).toBe(935);
+    expect(prediction.predict({ ...session, compactionCount: 1 }, 930, 935)).toBe(935);
+    const other = { ...session, key: 'agent:main:direct:bob' };
+    prediction.record(other, 0, 900);
+    expect(prediction.predict(other, 930, 935)).toBe(935);
+  });
+
+  it('keeps the 10,000 most recently called sessions', () => {
+    const prediction = new PromptPrediction();
+    prediction.record(session, 40, 900);
+    for (let i = 0; i < 9_999; i++) prediction.record({ key: `agent:main:api:direct:oneoff-${i}`, sessionId: `o${i}`, compactionCount: 0 }, 10, 100);
+    expect(prediction.predict(session, 900, 905)).toBe(40);
+    prediction.record({ key: 'agent:main:api:direct:one-more', sessionId: 'x', compactionCount: 0 }, 10, 100);
+    expect(prediction.predict(session, 900, 905)).toBe(905);
   });
 });
