@@ -13,7 +13,7 @@ import type { ToolRegistry } from '../tools/registry.ts';
 import type { ToolOutcome } from '../tools/tool.ts';
 import { ContextOverflowError } from './compaction.ts';
 import type { ContextEngine } from './context-engine.ts';
-import { batchLimitText, interruptedResult, isBackgroundKind, runBudgetReached, sourceIdOf } from './runs.ts';
+import { batchLimitText, interruptedResult, isBackgroundKind, isShutdown, runBudgetReached, sourceIdOf, stoppedResult } from './runs.ts';
 import { scopedEvent, type TurnEvents, type TurnScope } from './turn-events.ts';
 import { userContent } from './user-content.ts';
 import type { TurnInput } from './runtime.ts';
@@ -149,12 +149,23 @@ export class BatchRunner {
         const t0 = this.deps.clock.now();
         // The tool-call budget holds within one answer too: calls past it are not run.
         const skipped = goalRun && limits.maxToolCalls > 0 && (checkpoint.toolCalls ?? 0) >= limits.maxToolCalls;
-        const outcome: ToolOutcome = skipped
-          ? { outcome: 'error', content: toolBudgetResult(limits.maxToolCalls) }
-          : await this.deps.registry.execute(call, tools, {
-            entry, message, correlationId, signal, logger: scope.logger, workspace: this.deps.workspaceOf(entry), timezone: this.deps.timezoneOf(entry),
-            now: () => this.deps.clock.now(), lendSlot: input.lendSlot ?? ((work) => work()),
-          });
+        let outcome: ToolOutcome;
+        try {
+          outcome = skipped
+            ? { outcome: 'error', content: toolBudgetResult(limits.maxToolCalls) }
+            : await this.deps.registry.execute(call, tools, {
+              entry, message, correlationId, signal, logger: scope.logger, workspace: this.deps.workspaceOf(entry), timezone: this.deps.timezoneOf(entry),
+              now: () => this.deps.clock.now(), lendSlot: input.lendSlot ?? ((work) => work()),
+            });
+        } catch (error) {
+          // A user's stop: the call gets its result now, saying so (a shutdown leaves it to the next start's
+          // "interrupted" result, which the model reads before it runs again).
+          if (signal.aborted && !isShutdown(signal)) {
+            await this.deps.appendEntries(session, [{ type: 'message', id: randomUUID(), role: 'tool', content: stoppedResult(call.name), toolCallId: call.id, at: this.iso(), correlationId }]);
+            this.deps.events.emit('onToolCall', scopedEvent(scope.scope(), { name: this.deps.registry.get(call.name) ? call.name : 'unknown', ok: false, outcome: 'interrupted', durationMs: this.deps.clock.now() - t0, at: this.deps.clock.now() }));
+          }
+          throw error;
+        }
         const result: TranscriptMessage = { type: 'message', id: randomUUID(), role: 'tool', content: outcome.content, toolCallId: call.id, at: this.iso(), correlationId };
         await this.deps.appendEntries(session, [result]);
         checkpoint.lastEntryId = result.id;

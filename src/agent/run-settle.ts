@@ -4,7 +4,7 @@ import type { Logger } from '../core/logger.ts';
 import { targetOf, type InboundMessage } from '../core/message.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
 import type { ActiveSession, SessionManager } from '../sessions/manager.ts';
-import { isBackgroundKind, pauseGoalRun } from './runs.ts';
+import { isBackgroundKind, isShutdown, pauseGoalRun } from './runs.ts';
 import { scopedEvent, type TurnEvents, type TurnScope } from './turn-events.ts';
 
 /** What settling a session's run state needs. */
@@ -69,7 +69,7 @@ export class RunSettler {
       if (batchRan && outcome === 'stopped') this.deps.events.emit('onBatchEnd', scopedEvent(scope(), { background: isBackgroundKind(message.internal?.kind), outcome: 'stopped', batch: entry.checkpoint?.batch ?? 1, iterations: entry.checkpoint?.iteration ?? 0, at: this.deps.clock.now() }));
       return;
     }
-    const shutdown = signal.aborted && signal.reason instanceof Error && signal.reason.message === 'shutdown';
+    const shutdown = isShutdown(signal);
     if (shutdown) {
       // Left `running` with its checkpoint: the next start resumes it (or replays its message).
       logger.info({ checkpoint: entry.checkpoint }, 'turn cut short by shutdown; its checkpoint is kept for the next start');

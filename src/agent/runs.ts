@@ -17,6 +17,16 @@ export function interruptedResult(tool: string): string {
   return `Error: interrupted: the call to ${tool} was cut short (the gateway stopped or restarted) and was not run again. Check whether it took effect before calling it again.`;
 }
 
+/** Whether a turn's signal was aborted by the gateway shutting down (rather than by `/stop`). */
+export function isShutdown(signal: AbortSignal): boolean {
+  return signal.aborted && signal.reason instanceof Error && signal.reason.message === 'shutdown';
+}
+
+/** The result a tool call gets when the user stopped the turn (`/stop`) while it ran. */
+export function stoppedResult(tool: string): string {
+  return `Error: stopped: the user stopped this turn (/stop) while ${tool} was running. Check whether it took effect before calling it again.`;
+}
+
 /** The prompt of a background batch (SPEC §11). */
 export function goalPrompt(kind: 'background_auto_continue' | 'background_auto_resume'): string {
   const why = kind === 'background_auto_resume' ? 'The gateway restarted while you were working.' : 'The previous batch of steps reached its limit.';

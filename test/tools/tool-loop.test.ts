@@ -98,7 +98,7 @@ describe('the tool loop', () => {
     expect(tools.map((t) => t.cutChars)).toEqual([undefined, undefined, undefined, undefined, undefined, 3002]);
   });
 
-  it('/stop (the turn signal) aborts a running tool and the loop; the next turn gives the call an "interrupted" result first', async () => {
+  it('/stop (the turn signal) aborts a running tool and the loop; the call gets a "stopped" result at once', async () => {
     const log: string[] = [];
     h = await startHarness({ tools: testTools(log), reply: scripted([[{ id: 'h1', name: 'hang', arguments: '{}' }]], 'fine') });
     const controller = new AbortController();
@@ -110,7 +110,7 @@ describe('the tool loop', () => {
     while (!log.includes('hang')) await new Promise((r) => setImmediate(r));
     controller.abort(new Error('stopped'));
     await expect(turn).rejects.toMatchObject({ code: 'TURN_ABORTED' });
-    expect(messages(h).map((e) => e.role)).toEqual(['user', 'assistant']);
+    expect(messages(h).map((e) => e.role)).toEqual(['user', 'assistant', 'tool']);
     expect(h.session().entry.runState).toBe('idle');
 
     h.fake.fallback = (r) => (lastRole(r) === 'user' ? { content: 'back again', usage: null } : defaultReply(r));
@@ -118,8 +118,8 @@ describe('the tool loop', () => {
     const m = messages(h);
     expect(m.map((e) => e.role)).toEqual(['user', 'assistant', 'tool', 'user', 'assistant']);
     expect(m[2]).toMatchObject({ toolCallId: 'h1' });
-    expect(m[2]!.content).toMatch(/^Error: interrupted: the call to hang was cut short/);
-    // The request pairs the interrupted call with its result, so the provider accepts it.
+    expect(m[2]!.content).toBe('Error: stopped: the user stopped this turn (/stop) while hang was running. Check whether it took effect before calling it again.');
+    // The request pairs the stopped call with its result, so the provider accepts it.
     const last = h.turnRequests().at(-1)!;
     expect(last.body.messages.filter((x) => x.role !== 'system').map((x) => x.role)).toEqual(['user', 'assistant', 'tool', 'user']);
   });

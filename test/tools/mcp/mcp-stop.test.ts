@@ -75,12 +75,15 @@ describe('MCP: /stop cancels a call in flight on the server', () => {
     expect(timers.pending()).toEqual([]);
     expect(fake.requests).toHaveLength(1);
     expect((await entry()).runState).toBe('idle');
+    // The stopped call has its result at once, saying the user stopped it (not that the gateway restarted).
+    const history = (await (await fetch(`${gw!.url}/admin/sessions/${encodeURIComponent(KEY)}/history`)).json()) as { entries: { role: string; content: string }[] };
+    expect(history.entries.at(-1)).toMatchObject({ role: 'tool', content: 'Error: stopped: the user stopped this turn (/stop) while fx__slow was running. Check whether it took effect before calling it again.' });
     // The session goes on: the server is still there and answers the next call.
     expect(await say('call fx__echo {"text":"after"}')).toBe('result: echo: after');
     // The stopped call is answered in the next request (a tool message for its id), so the history stays valid.
     const next = fake.requests[1]!.body.messages;
     expect(next.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'user']);
-    expect(next[3]).toMatchObject({ role: 'tool', tool_call_id: 'c2', content: expect.stringMatching(/^Error: /) });
+    expect(next[3]).toMatchObject({ role: 'tool', tool_call_id: 'c2', content: expect.stringMatching(/^Error: stopped: the user stopped this turn/) });
     expect(fixtureLog().filter((line) => line.startsWith('slow') || line.startsWith('echo'))).toEqual(['slow started', 'slow cancelled', 'echo after']);
   };
 
