@@ -11,9 +11,9 @@ import type { DeliveryTarget, InboundMessage, OutboundMessage } from '../../src/
 import type { ChannelFactoryContext } from '../types.ts';
 import { deliverMessage, sendTyping, telegramCommands } from './deliver.ts';
 import { ElectedPoller } from './elected-poller.ts';
-import { pollingWatch, updateBatchGuard } from './update-batch-guard.ts';
+import { PollingAnswerFailure, pollingWatch, updateBatchGuard } from './update-batch-guard.ts';
 import { normalizeUpdate } from './normalize.ts';
-import { apiRootOf, telegramStartError, tokenSetting } from './start-error.ts';
+import { apiRootOf, telegramStartError, tokenSetting, withoutToken } from './start-error.ts';
 import { telegramWebhookRoute, webhookFailure, webhookPath } from './webhook-route.ts';
 
 /** Options of {@link createTelegramChannel}. */
@@ -251,7 +251,10 @@ class TelegramChannel implements ChannelAdapter {
     return pollingWatch({
       failed: (error, failures) => {
         if (this.state !== 'running' && this.state !== 'starting') return;
-        const detail = telegramStartError(error, this.options.account).message;
+        const { account } = this.options;
+        const detail = error instanceof PollingAnswerFailure
+          ? `The Telegram Bot API at ${apiRootOf(account)} answered ${error.errorCode} (${withoutToken(error.description, account.botToken)}) to getUpdates.`
+          : telegramStartError(error, account).message;
         const first = this.outage === undefined;
         this.outage = detail;
         if (first) this.logger.warn({ failures }, `Telegram polling: getUpdates failed: ${detail} (grammy retries; the channel is not connected until it answers)`);

@@ -80,6 +80,14 @@ export function updateBatchGuard(report: (dropped: DroppedUpdates) => void): Tra
   }) as Transformer;
 }
 
+/** A `getUpdates` answered `{ ok: false }` with a 5xx or 429: Telegram is there but not serving. */
+export class PollingAnswerFailure extends Error {
+  constructor(readonly errorCode: number, readonly description: string) {
+    super(`Telegram answered ${errorCode} (${description}) to getUpdates`);
+    this.name = 'PollingAnswerFailure';
+  }
+}
+
 /** What {@link pollingWatch} tells the adapter about its `getUpdates` calls. */
 export interface PollingEvents {
   /** A call failed (a thrown network error, or `{ ok: false }` with a 5xx or 429); `failures` counts them in a row. */
@@ -116,7 +124,7 @@ export function pollingWatch(events: PollingEvents): Transformer {
       const code = Number(answer.error_code);
       const description = typeof answer.description === 'string' ? answer.description : '';
       if (code === 401 || code === 404) events.rejected(code, description);
-      else if (code >= 500 || code === 429) failed(new Error(`Telegram answered ${code} (${description}) to getUpdates`));
+      else if (code >= 500 || code === 429) failed(new PollingAnswerFailure(code, description));
       return response;
     }
     if (failures > 0) {

@@ -70,6 +70,25 @@ describe('Telegram: an outage after the channel connected', () => {
     await telegram.waitFor('sendMessage');
   });
 
+  it('is not ready while getUpdates answers 5xx, and ready again on the retry that succeeds', { timeout: 20_000 }, async () => {
+    const { logger, lines } = capture();
+    const config = testConfig(tmp.dir, {}, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
+    gw = await startGateway({ config, logger, supervision: { timers: new ManualTimers(), watchMs: 5000 } });
+    await gw.supervisor.firstAttempts();
+    await telegram.waitFor('getUpdates');
+    telegram.failNext('getUpdates', { error_code: 502, description: 'Bad Gateway' });
+    await expect.poll(async () => (await readyz()).status, { timeout: 5000 }).toBe(503);
+    expect((await readyz()).body.failing).toEqual([expect.objectContaining({
+      name: 'telegram/default', status: 'starting', error: `The Telegram Bot API at ${proxy.url} answered 502 (Bad Gateway) to getUpdates.`,
+    })]);
+    // The retry comes after auto-retry's own 3 s pause.
+    await expect.poll(async () => (await readyz()).status, { timeout: 8000 }).toBe(200);
+    expect(lines.filter((l) => l.msg.startsWith('Telegram polling')).map((l) => [l.level, l.msg])).toEqual([
+      [40, `Telegram polling: getUpdates failed: The Telegram Bot API at ${proxy.url} answered 502 (Bad Gateway) to getUpdates. (grammy retries; the channel is not connected until it answers)`],
+      [30, 'Telegram polling reconnected'],
+    ]);
+  });
+
   it('gives up with one error line when getUpdates answers 401 (token revoked mid-run)', { timeout: 20_000 }, async () => {
     const { logger, lines } = capture();
     const timers = new ManualTimers();
@@ -91,6 +110,27 @@ describe('Telegram: an outage after the channel connected', () => {
     expect(ready.body.failing).toEqual([expect.objectContaining({ name: 'telegram/default', state: 'gave-up', error: 'Telegram rejected TELEGRAM_BOT_TOKEN (401): create a bot with @BotFather and put its token in .env' })]);
     expect(lines.filter((l) => l.level >= 40).map((l) => l.msg)).toEqual([
       'channel telegram/default stopped: Telegram rejected TELEGRAM_BOT_TOKEN (401): create a bot with @BotFather and put its token in .env',
+    ]);
+  });
+
+  it('gives up when getUpdates answers 404 (grammy would retry it forever)', { timeout: 20_000 }, async () => {
+    const { logger, lines } = capture();
+    const timers = new ManualTimers();
+    const config = testConfig(tmp.dir, {}, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
+    gw = await startGateway({ config, logger, supervision: { timers, watchMs: 5000 } });
+    await gw.supervisor.firstAttempts();
+    await telegram.waitFor('getUpdates');
+    telegram.failNext('getUpdates', { error_code: 404, description: 'Not Found' });
+    await expect.poll(() => gw!.adapters.find((a) => a.id === 'telegram')?.status).toBe('failed');
+    timers.advance(5000);
+    await expect.poll(() => gw!.supervisor.health()[1]?.state).toBe('gave-up');
+    const polls = telegram.callsOf('getUpdates').length;
+    for (let i = 0; i < 5; i++) timers.advance(600_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(gw.supervisor.health()[1]).toMatchObject({ state: 'gave-up', attempts: 1, lastErrorCode: 'TELEGRAM_TOKEN_REJECTED' });
+    expect(telegram.callsOf('getUpdates').length).toBeLessThanOrEqual(polls + 1);
+    expect(lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([
+      'channel telegram/default stopped: Telegram rejected TELEGRAM_BOT_TOKEN (404): create a bot with @BotFather and put its token in .env',
     ]);
   });
 });
