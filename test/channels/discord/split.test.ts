@@ -198,6 +198,9 @@ describe('splitDiscordText: emphasis and URLs in long text', () => {
     ['__, ~~ and || pair and reopen', '__aaaa bbbb__ ~~cccc dddd~~ ||eeee ffff||', 12, ['__aaaa__', '__bbbb__', '~~cccc~~', '~~dddd~~', '||eeee||', '||ffff||']],
     ['bold after bold, with plain text between', '**aaaa** bbbb **cccc dddd**', 12, ['**aaaa**', 'bbbb', '**cccc**', '**dddd**']],
     ['bold and bold-italic in one line', 'a **b** c ***d e*** f', 8, ['a **b**', 'c', '***d***', '***e***', 'f']],
+    ['*a b**c*: one italic span (the rule of 3), cut at its space', '*aaaa bbbb**cccc*', 12, ['*aaaa*', '*bbbb**cccc*']],
+    ['a closing run used up does not open again', '**aaaa** bbbb*', 10, ['**aaaa**', 'bbbb*']],
+    ['a * never closes a _', '_aaaa bbbb cccc dddd*', 12, ['_aaaa bbbb', 'cccc dddd*']],
     ['an autolink up to half a message stays one', '<https://x.com/abcdef> and some more words here', 40, ['<https://x.com/abcdef> and some more', 'words here']],
     ['a longer autolink is written bare', '<https://x.com/abcdefg> and some more words here', 40, ['https://x.com/abcdefg and some more', 'words here']],
   ])('%s', (_name, text, limit, expected) => {
