@@ -275,7 +275,8 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   const dashboardAuth = createDashboardAuth({ token: config.gateway.authToken, stateDir: config.stateDir, clock });
   const ready: ReadinessSources = { pingStore: async () => { await store.get('agent:main:readyz'); }, channels: channelReports, isClosing: () => gateway.isClosing };
   const live = new DashboardEvents({
-    events: runtime.events, status, readiness: () => readiness(ready), activeSessions: () => sessions.activeSessions(), pairing: () => pairingAdmin(pairing, config).list(), version: VERSION, startedAt, logger,
+    events: runtime.events, status, readiness: () => readiness(ready), activeSessions: () => sessions.activeSessions(),
+    pairing: () => pairingAdmin(pairing, config).list(), version: VERSION, startedAt, logger,
   });
   opened.push(() => live.close());
 
@@ -290,7 +291,10 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     mounts: [
       mountAdminRoutes({ store, sessions, transcripts, resetSession: (key) => gateway.runOnLane(key, () => runtime.resetByKey(key, 'admin')),
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)), budgetOf: (entry) => runtime.agentFor(entry.agentId).tokenBudget }),
-      mountOpenAIRoutes({ config, sink: gateway.sink, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing, flushLedger: () => accounting.flush(), authToken: config.gateway.authToken }),
+      mountOpenAIRoutes({
+        config, sink: gateway.sink, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing,
+        flushLedger: () => accounting.flush(), authToken: config.gateway.authToken,
+      }),
       mountCliRoutes({ sink: gateway.sink, clock }),
       ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({
         channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())), sessionExists: async (key) => (await sessions.get(key)) !== undefined,

@@ -153,7 +153,7 @@ export class SessionManager {
       // The first attempt outside p-retry: nearly every write succeeds at once, and the retry machinery
       // (options, closures, promise hops) costs more than the write itself on the hot path.
       return this.write(entry.key, next.snapshot).catch((firstError: unknown) => {
-        let replay: unknown = firstError;
+        let replay: Error | undefined = firstError instanceof Error ? firstError : new Error(String(firstError));
         return pRetry(() => {
           if (replay === undefined) return this.write(entry.key, next.snapshot);
           const error = replay;
