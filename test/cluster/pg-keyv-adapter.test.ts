@@ -100,7 +100,8 @@ describePg('session entries on PostgreSQL (keyv table, fenced writes)', () => {
     try {
       const pid = (await held.fence.client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
       await runFenced(held.fence, () => store.set(entry(key, { displayName: 'owner' })));
-      await db.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+      // With a timeout, pg_terminate_backend returns once the backend has exited (and released its locks).
+      await db.pool.query('SELECT pg_terminate_backend($1, 5000)', [pid]);
       // The lock is free again: another replica may take the session at once.
       const other = await db.pool.connect();
       try {
