@@ -114,7 +114,10 @@ export async function chaosReport(input: {
     if (!done && !answered) lost++;
   }
 
-  const outOfOrderReplies = [...replies.values()].filter((list) => !inOrder(list.map((r) => r.index))).length;
+  // Order of first deliveries: a repeated reply (a frozen replica's send window) is counted by duplicateReplies,
+  // and its late arrival is that duplicate, not a reordering of the conversation.
+  const firstOnly = (indexes: number[]) => indexes.filter((x, i) => indexes.indexOf(x) === i);
+  const outOfOrderReplies = [...replies.values()].filter((list) => !inOrder(firstOnly(list.map((r) => r.index)))).length;
 
   // Commit order: the queue's seq order and each transcript's entry order, per session, against the send order.
   const bySession = new Map<string, number[]>();
