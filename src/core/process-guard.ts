@@ -47,7 +47,13 @@ function scrubFallback(text: string): string {
   return out;
 }
 
-function report(kind: 'uncaught exception' | 'unhandled rejection', error: unknown): void {
+type GuardKind = 'uncaught exception' | 'unhandled rejection';
+
+function lineOf(kind: GuardKind, channel: string | undefined, error: unknown): string {
+  return `${kind}${channel ? ` in channel ${channel}` : ''}: ${messageOf(error)}; the gateway keeps serving`;
+}
+
+function report(kind: GuardKind, error: unknown): void {
   if (kind === 'uncaught exception') processGuardStats.uncaughtExceptions++;
   else processGuardStats.unhandledRejections++;
   // This runs inside Node's last handlers: anything thrown here would end the process after all.
@@ -55,9 +61,8 @@ function report(kind: 'uncaught exception' | 'unhandled rejection', error: unkno
   try {
     context = currentLogContext() ?? {};
     const logger = loggers[loggers.length - 1];
-    const line = `${kind}${context.channel ? ` in channel ${context.channel}` : ''}: ${messageOf(error)}; the gateway keeps serving`;
     if (logger) {
-      logger.error({ err: error, ...context, guard: kind }, line);
+      logger.error({ err: error, ...context, guard: kind }, lineOf(kind, context.channel, error));
       return;
     }
   } catch {
@@ -65,8 +70,7 @@ function report(kind: 'uncaught exception' | 'unhandled rejection', error: unkno
   }
   try {
     const stack = safeText(() => (error instanceof Error && error.stack) || messageOf(error), '[an unprintable value]');
-    const line = `${kind}${context.channel ? ` in channel ${context.channel}` : ''}: ${messageOf(error)}; the gateway keeps serving`;
-    process.stderr.write(`${JSON.stringify({ level: 50, msg: scrubFallback(line), ...context, guard: kind, error: scrubFallback(stack) })}\n`);
+    process.stderr.write(`${JSON.stringify({ level: 50, msg: scrubFallback(lineOf(kind, context.channel, error)), ...context, guard: kind, error: scrubFallback(stack) })}\n`);
   } catch {
     // Nothing is left to write with.
   }
