@@ -98,9 +98,7 @@ class TelegramChannel implements ChannelAdapter {
     this.lastFailure = undefined;
     try {
       this.checkSettings();
-      const bot = new Bot(account.botToken, { client: account.apiRoot ? { apiRoot: account.apiRoot } : {} });
-      // 429 → wait `retry_after`, 5xx → back off; bounded so that a reply is never retried forever.
-      bot.api.config.use(this.pollingWatch(), autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }), this.batchGuard());
+      const bot = this.createBot();
       // One getMe (grammy's init would retry a refused connection forever): a wrong token or API root is
       // reported at once, in one line.
       const me = await bot.api.getMe(AbortSignal.timeout(this.options.startTimeoutMs ?? 30_000) as Parameters<Bot['init']>[0]);
@@ -213,7 +211,6 @@ class TelegramChannel implements ChannelAdapter {
 
   /** Cluster mode, polling: this replica polls only while it holds the account's poller lease. */
   private async startElected(me: UserFromGetMe): Promise<void> {
-    const { account } = this.options;
     const cluster = this.options.cluster!;
     this.poller = new ElectedPoller({
       leases: cluster.leases,
@@ -221,8 +218,7 @@ class TelegramChannel implements ChannelAdapter {
       logger: this.logger,
       allowedUpdates: ALLOWED_UPDATES,
       createBot: () => {
-        const bot = new Bot(account.botToken, { client: account.apiRoot ? { apiRoot: account.apiRoot } : {} });
-        bot.api.config.use(this.pollingWatch(), autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }), this.batchGuard());
+        const bot = this.createBot();
         bot.botInfo = me;
         return bot;
       },
@@ -244,6 +240,15 @@ class TelegramChannel implements ChannelAdapter {
     this.outage = undefined;
     this.lastFailure = failure;
     this.logger.debug({ code: failure.code }, `Telegram polling stopped: ${failure.message}`);
+  }
+
+  /** A grammy bot for the account, its API calls watched, retried and screened. */
+  private createBot(): Bot {
+    const { account } = this.options;
+    const bot = new Bot(account.botToken, { client: account.apiRoot ? { apiRoot: account.apiRoot } : {} });
+    // 429 → wait `retry_after`, 5xx → back off; bounded so that a reply is never retried forever.
+    bot.api.config.use(this.pollingWatch(), autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }), this.batchGuard());
+    return bot;
   }
 
   /** Watches getUpdates: an outage is reported once at warn, its end at info, a rejected token stops polling. */
