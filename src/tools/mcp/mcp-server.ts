@@ -304,7 +304,7 @@ export class McpServerConnection {
  * A failure of the connection rather than an answer of the server: an HTTP error status (a restarted server
  * answers 404 to the old session), a refused or reset connection. An `McpError` is the server speaking.
  */
-export function isTransportError(error: unknown): boolean {
+function isTransportError(error: unknown): boolean {
   if (error instanceof McpError) return error.code === Number(ErrorCode.ConnectionClosed);
   if (error instanceof StreamableHTTPError) return true;
   if (!(error instanceof Error)) return false;
