@@ -22,7 +22,7 @@ const MAX_FAILURES_PER_MINUTE = 10;
  * Header the sign-in page sends: a refused sign-in then answers 200 `{ signedIn: false, error }` instead of
  * 401/429, so the browser logs no failed request in the console. Programs get the status codes.
  */
-export const SIGN_IN_PAGE_HEADER = 'x-switchboard-sign-in';
+const SIGN_IN_PAGE_HEADER = 'x-switchboard-sign-in';
 
 /** Options of {@link createDashboardAuth}. */
 export interface DashboardAuthOptions {
@@ -65,7 +65,7 @@ export interface DashboardAuth {
 }
 
 /** True for a request a browser makes for a page (navigation), not a program asking for data. */
-export function wantsHtml(c: Context): boolean {
+function wantsHtml(c: Context): boolean {
   return (c.req.header('accept') ?? '').toLowerCase().includes('text/html');
 }
 
@@ -86,7 +86,7 @@ export function fromOwnPage(c: Context): boolean {
  * True for a request no web page made: neither `Origin` nor `Sec-Fetch-Site` (curl, Node's fetch). Browsers send
  * `Origin` on every cross-site POST, so such a request cannot be a forged one from another site.
  */
-export function fromProgram(c: Context): boolean {
+function fromProgram(c: Context): boolean {
   return c.req.header('origin') === undefined && c.req.header('sec-fetch-site') === undefined;
 }
 
