@@ -1,9 +1,10 @@
+import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { ChannelStatus, SubmitOptions, Submission, TurnResult } from '../core/channel-adapter.ts';
 import { BadRequestError, SwitchboardError } from '../core/errors.ts';
 import { outboundText } from '../core/message.ts';
 import type { HttpApp } from './app.ts';
-import { errorBody, readJson } from './http-error.ts';
+import { jsonError, readJson } from './http-error.ts';
 import { httpClientKey } from './openai-routes.ts';
 
 /** A reply sent to a web chat user outside a request. */
@@ -53,10 +54,9 @@ function checkedUser(user: unknown): string {
 }
 
 /** 429 in OpenAI's error shape with `Retry-After` (SPEC §14). */
-function rateLimited(retryAfterSeconds: number): Response {
-  return new Response(JSON.stringify(errorBody(429, `Too many messages from you; try again in ${retryAfterSeconds} s.`, 'rate_limit_exceeded')), {
-    status: 429, headers: { 'content-type': 'application/json', 'retry-after': String(retryAfterSeconds) },
-  });
+function rateLimited(c: Context, retryAfterSeconds: number): Response {
+  c.header('retry-after', String(retryAfterSeconds));
+  return jsonError(c, 429, `Too many messages from you; try again in ${retryAfterSeconds} s.`, 'rate_limit_exceeded');
 }
 
 /**
@@ -85,7 +85,7 @@ export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => vo
       const rateLimitKey = `webchat:${user}@${httpClientKey(c, deps.authToken)}`;
       if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
         const submission = await channel.submit(user, text, { signal, correlationId, rateLimitKey });
-        if (submission.status === 'rate_limited') return rateLimited(submission.retryAfterSeconds ?? 60);
+        if (submission.status === 'rate_limited') return rateLimited(c, submission.retryAfterSeconds ?? 60);
         const result = await submission.done;
         return c.json({ sessionKey: submission.sessionKey, sessionId: result?.sessionId, reply: replyText(result), correlationId: submission.correlationId });
       }
@@ -93,7 +93,7 @@ export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => vo
       let forward = (delta: string) => { early.push(delta); };
       // Accepted or refused (JSON error) before the stream opens.
       const submission = await channel.submit(user, text, { onDelta: (d) => forward(d), signal, correlationId, rateLimitKey });
-      if (submission.status === 'rate_limited') return rateLimited(submission.retryAfterSeconds ?? 60);
+      if (submission.status === 'rate_limited') return rateLimited(c, submission.retryAfterSeconds ?? 60);
       c.header('x-accel-buffering', 'no');
       return streamSSE(c, async (stream) => {
         let chain: Promise<void> = Promise.resolve();
