@@ -65,8 +65,11 @@ export class RunSettler {
     // The batch of this turn began (its checkpoint carries the turn's correlation id): a stopped or failed one is
     // counted even when `/stop` already paused the run (runState `paused`, no longer `running`).
     const batchRan = entry.checkpoint?.correlationId === scope().correlationId;
+    const batchEnded = (ended: 'stopped' | 'failed') => this.deps.events.emit('onBatchEnd', scopedEvent(scope(), {
+      background: isBackgroundKind(message.internal?.kind), outcome: ended, batch: entry.checkpoint?.batch ?? 1, iterations: entry.checkpoint?.iteration ?? 0, at: this.deps.clock.now(),
+    }));
     if (entry.runState !== 'running') {
-      if (batchRan && outcome === 'stopped') this.deps.events.emit('onBatchEnd', scopedEvent(scope(), { background: isBackgroundKind(message.internal?.kind), outcome: 'stopped', batch: entry.checkpoint?.batch ?? 1, iterations: entry.checkpoint?.iteration ?? 0, at: this.deps.clock.now() }));
+      if (batchRan && outcome === 'stopped') batchEnded('stopped');
       return;
     }
     const shutdown = isShutdown(signal);
@@ -80,9 +83,7 @@ export class RunSettler {
     } else {
       entry.runState = 'idle';
     }
-    if (outcome === 'stopped' || outcome === 'failed') {
-      this.deps.events.emit('onBatchEnd', scopedEvent(scope(), { background: isBackgroundKind(message.internal?.kind), outcome: outcome === 'stopped' ? 'stopped' : 'failed', batch: entry.checkpoint?.batch ?? 1, iterations: entry.checkpoint?.iteration ?? 0, at: this.deps.clock.now() }));
-    }
+    if (outcome === 'stopped' || outcome === 'failed') batchEnded(outcome);
     if (!message.ephemeral) await this.persist(entry, logger);
   }
 
