@@ -264,7 +264,7 @@ export function batchInputOf(input: TurnInput, text: string, priorRunState: Sess
  * `overtaken` when a later user entry (another turn that ran with it in its history) follows it. The whole
  * transcript is searched: a long tool loop must not push the entry out of sight and get it appended again.
  */
-export function findRecorded(history: readonly TranscriptEntry[], sourceId: string): { answer?: string; overtaken?: true } | undefined {
+function findRecorded(history: readonly TranscriptEntry[], sourceId: string): { answer?: string; overtaken?: true } | undefined {
   for (let i = history.length - 1; i >= 0; i--) {
     const e = history[i] as TranscriptEntry;
     if (e.type !== 'message' || e.role !== 'user' || e.sourceId !== sourceId) continue;

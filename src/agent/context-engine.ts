@@ -170,7 +170,7 @@ export class ContextEngine {
    * What every request of the session costs before any message (system prompt, bootstrap files, tool schemas of
    * its preset), calibrated: a session token budget below it refuses every first message (SPEC §14).
    */
-  async fixedPromptTokens(entry: SessionEntry): Promise<number> {
+  private async fixedPromptTokens(entry: SessionEntry): Promise<number> {
     return (await this.assemble({ key: entry.key, entry, holds: 0 }, { history: [] })).estimate;
   }
 

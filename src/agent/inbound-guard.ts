@@ -13,9 +13,7 @@ export class InboundTooLargeError extends SwitchboardError {
   }
 }
 
-/** Channels whose callers wait on an HTTP response or a terminal: they get the error, not a chat reply. */
-const CALLER_CHANNELS = new Set<ChannelId>(['webchat', 'api', 'cli']);
-/** Platform channels answer an oversized message in the chat it came from. */
+/** Platform channels answer an oversized message in the chat it came from; any other caller gets the error. */
 const PLATFORM_CHANNELS = new Set<ChannelId>(['telegram', 'discord', 'slack']);
 
 /** The settings that say how long an inbound text may be. */
@@ -60,5 +58,5 @@ export function oversizeOf(config: InboundLimitConfig, message: InboundMessage):
 
 /** Whether an oversized message is answered in its chat (platforms) rather than refused to a waiting caller (413). */
 export function answersInChat(channel: ChannelId): boolean {
-  return PLATFORM_CHANNELS.has(channel) && !CALLER_CHANNELS.has(channel);
+  return PLATFORM_CHANNELS.has(channel);
 }
