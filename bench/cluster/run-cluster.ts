@@ -1,5 +1,5 @@
-// The cluster bench (docs/cluster-design.md §7 "Benchmark"): `node --import tsx bench/cluster/run-cluster.ts`,
-// or `npm run bench` with BENCH_ONLY=cluster once bench/run.ts calls runClusterMain. Needs PostgreSQL:
+// The cluster bench (the cluster design's "Benchmark"): `node --import tsx bench/cluster/run-cluster.ts`,
+// or `npm run bench -- cluster` (BENCH_ONLY=cluster). Needs PostgreSQL:
 //   SWITCHBOARD_BENCH_POSTGRES (else SWITCHBOARD_TEST_POSTGRES) = postgres://root@127.0.0.1:5432/test
 //   BENCH_CLUSTER_SESSIONS (400), BENCH_CLUSTER_MESSAGES (2 per session), BENCH_CLUSTER_LLM_MS (1000,0)
 // Prints a table and writes bench/results/cluster.json.
