@@ -10,6 +10,7 @@ import type { Logger } from '../../src/core/logger.ts';
 import type { DeliveryTarget, InboundMessage, OutboundMessage } from '../../src/core/message.ts';
 import type { ChannelFactoryContext } from '../types.ts';
 import { deliverMessage, sendTyping, telegramCommands } from './deliver.ts';
+import { TIMED_OUT, withDeadline } from '../../src/core/deadline.ts';
 import { ElectedPoller } from './elected-poller.ts';
 import { PollingAnswerFailure, pollingWatch, updateBatchGuard } from './update-batch-guard.ts';
 import { normalizeUpdate } from './normalize.ts';
@@ -287,14 +288,10 @@ class TelegramChannel implements ChannelAdapter {
 
   /** The webhook answer, or a {@link WebhookTimeoutError} when the update was not taken in time. */
   private async withinDeadline(answer: Promise<Response>): Promise<Response> {
-    const timers = this.options.timers ?? { setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms), clearTimeout: (h: unknown) => clearTimeout(h as NodeJS.Timeout) };
     const ms = this.options.webhookTimeoutMs ?? 10_000;
-    let timer: unknown;
-    try {
-      return await Promise.race([answer, new Promise<never>((_resolve, reject) => { timer = timers.setTimeout(() => reject(new WebhookTimeoutError(ms)), ms); })]);
-    } finally {
-      timers.clearTimeout(timer);
-    }
+    const response = await withDeadline(answer, ms, this.options.timers);
+    if (response === TIMED_OUT) throw new WebhookTimeoutError(ms);
+    return response;
   }
 
   /**
