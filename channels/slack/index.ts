@@ -4,6 +4,7 @@ import type { SlackAccountConfig } from '../../src/config/resolved.ts';
 import type { ChannelAdapter, ChannelStatus, HttpRoute, InboundSink } from '../../src/core/channel-adapter.ts';
 import { ChannelError, type SwitchboardError } from '../../src/core/errors.ts';
 import { runWithLogContext } from '../../src/core/log-context.ts';
+import { TIMED_OUT, withDeadline } from '../../src/core/deadline.ts';
 import type { Logger } from '../../src/core/logger.ts';
 import { outboundText, type DeliveryTarget, type OutboundMessage } from '../../src/core/message.ts';
 import type { ChannelFactoryContext } from '../types.ts';
@@ -274,14 +275,13 @@ class SlackChannel implements ChannelAdapter {
   /** The sender's display name (users.info, cached; waits at most 1.5 s; none when Slack has none). */
   private async userName(client: webApi.WebClient, userId: string): Promise<string | undefined> {
     if (this.userNames.has(userId)) return this.userNames.get(userId) ?? undefined;
-    let timer: NodeJS.Timeout | undefined;
     const lookup = client.users.info({ user: userId }).then(
       (r) => r.user?.profile?.display_name || r.user?.profile?.real_name || r.user?.real_name || r.user?.name || null,
       () => null,
     );
-    const name = await Promise.race([lookup, new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), 1500); })]);
-    clearTimeout(timer);
-    if (name !== undefined) this.userNames.set(userId, name);
+    const name = await withDeadline(lookup, 1500);
+    if (name === TIMED_OUT) return undefined;
+    this.userNames.set(userId, name);
     return name ?? undefined;
   }
 }

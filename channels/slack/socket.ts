@@ -1,5 +1,6 @@
 import { SocketModeReceiver, type App, type Logger as BoltLogger, type ReceiverEvent, webApi } from '@slack/bolt';
 import type { Logger } from '../../src/core/logger.ts';
+import { withDeadline } from '../../src/core/deadline.ts';
 import { describeSlackError, isSlackAuthError } from './auth.ts';
 import { DELIVERY_PROPERTY, type DeliveryOutcome } from './http-receiver.ts';
 
@@ -100,12 +101,7 @@ export class SlackSocket {
     this.quiet = true;
     clearTimeout(this.reconnectTimer);
     const client = this.receiver.client;
-    let timer: NodeJS.Timeout | undefined;
-    const closed = await Promise.race([
-      client.disconnect().then(() => true),
-      new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), this.options.closeTimeoutMs ?? 2000); }),
-    ]);
-    clearTimeout(timer);
+    const closed = (await withDeadline(client.disconnect().then(() => true), this.options.closeTimeoutMs ?? 2000)) === true;
     // The peer never answered the close frame: a second disconnect() on a CLOSING socket cleans up at once.
     if (!closed) client.websocket?.disconnect();
     this.connected = false;
