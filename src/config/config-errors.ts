@@ -109,25 +109,23 @@ export function describeConfigIssue(issue: z.core.$ZodIssue, schema: unknown, ra
  * it; when two shapes are equally close, the message names them all.
  */
 function describeUnionIssue(issue: z.core.$ZodIssueInvalidUnion, schema: unknown, raw: unknown, sources: ReadonlyMap<string, string>): string {
-  const mixed = mixedShapes(schema, issue.path, valueAt(raw, issue.path).value);
-  if (mixed) {
-    const key = issue.path.map(String).join('.') || '(root)';
-    const source = sources.get(key);
-    return `${key}${source ? ` (from ${source})` : ''}: expected ${mixed.join(' or ')}, not both`;
-  }
+  const value = valueAt(raw, issue.path).value;
+  const key = issue.path.map(String).join('.') || '(root)';
+  const source = sources.get(key);
+  const subject = `${key}${source ? ` (from ${source})` : ''}`;
+  const mixed = mixedShapes(schema, issue.path, value);
+  if (mixed) return `${subject}: expected ${mixed.join(' or ')}, not both`;
   const fewest = Math.min(...issue.errors.map((e) => e.length));
   const closest = issue.errors.filter((e) => e.length === fewest);
   if (closest.length === 1) {
     return closest[0]!.map((inner) => describeConfigIssue({ ...inner, path: [...issue.path, ...inner.path] }, schema, raw, sources)).join('\n  - ');
   }
-  const key = issue.path.map(String).join('.') || '(root)';
-  const source = sources.get(key);
   const shapes = issue.errors.map((branch) => {
     const missing = branch.filter((i) => i.code === 'invalid_type' && i.path.length === 1).map((i) => String(i.path[0]));
     const rootType = branch.find((i) => i.code === 'invalid_type' && i.path.length === 0) as { expected?: string } | undefined;
     return missing.length ? `an object with ${missing.map((m) => `"${m}"`).join(' and ')}` : (EXPECTED[rootType?.expected ?? ''] ?? rootType?.expected ?? 'another shape');
   });
-  return `${key}${source ? ` (from ${source})` : ''}: expected ${[...new Set(shapes)].join(' or ')}, got ${shown(valueAt(raw, issue.path).value)}`;
+  return `${subject}: expected ${[...new Set(shapes)].join(' or ')}, got ${shown(value)}`;
 }
 
 /**
