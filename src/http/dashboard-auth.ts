@@ -5,6 +5,7 @@ import type { Context } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import type { Clock } from '../core/clock.ts';
 import type { HttpApp } from './app.ts';
+import { clientAddress } from './client-key.ts';
 import { errorBody, jsonError } from './http-error.ts';
 
 /** Name of the dashboard's session cookie. */
@@ -148,7 +149,6 @@ export function createDashboardAuth(options: DashboardAuthOptions): DashboardAut
   const secure = (c: Context) => new URL(c.req.url).protocol === 'https:' || c.req.header('x-forwarded-proto') === 'https';
   const cookie = (c: Context, value: string, maxAge: number) => setCookie(c, SESSION_COOKIE, value, { path: '/', httpOnly: true, sameSite: 'Strict', secure: secure(c), maxAge });
   const refuseCrossSite = (c: Context) => jsonError(c, 403, 'Refused: this request did not come from the dashboard page of this gateway.', 'cross_site_request');
-  const clientOf = (c: Context) => (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'unknown';
 
   const auth: DashboardAuth = {
     required: Boolean(token),
@@ -192,7 +192,7 @@ export function createDashboardAuth(options: DashboardAuthOptions): DashboardAut
         // The limit adds no secrecy (a wrong bearer header on any route also answers at once); it makes one
         // address's guessing stand out (429s in the log). The token's length is what protects it (README).
         if (typeof typed !== 'string' || !sameSecret(typed.trim(), token)) {
-          const client = clientOf(c);
+          const client = clientAddress(c);
           const now = clock.now();
           pruneFailures(now);
           const seen = failures.get(client);

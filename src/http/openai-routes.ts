@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { TurnEvents } from '../agent/turn-events.ts';
@@ -9,6 +9,7 @@ import { BadRequestError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { InboundMessage } from '../core/message.ts';
 import type { HttpApp, HttpVariables } from './app.ts';
+import { httpClientKey } from './client-key.ts';
 import { errorBody, jsonError, readJson } from './http-error.ts';
 import {
   agentForModel, failureOf, openAIUsage, parseRequest, replyOf, routableModels, sessionOf, textOf, type Failure,
@@ -135,26 +136,6 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
   const early = await Promise.race([relay.started.then(() => undefined), turn.done.then((result) => ({ result }))]);
   if (early && !succeeded(early.result)) return failureResponse(c, turn.failure(early.result), headers);
   return sseResponse(c, headers, { id, created, model: agent.model, includeUsage: body.stream_options?.include_usage === true, relay, turn, abort });
-}
-
-/**
- * Who is calling, for `limits.perSender` (SPEC §14). Without `gateway.authToken` a bearer is never checked, so it
- * is ignored (else a new random one per request would get a fresh bucket each time): the key is the client's
- * address. With it, a caller sending the gateway's token is `token:<hash>@<address>` (hashed, so no secret sits
- * in memory or logs); one signed in another way (the dashboard's cookie) is its address. The API and the web chat
- * key on it.
- */
-export function httpClientKey(c: Context, authToken: string | undefined): string {
-  const address = clientAddress(c);
-  const token = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')?.[1];
-  if (!authToken || token !== authToken) return address;
-  return `token:${createHash('sha256').update(token).digest('hex').slice(0, 32)}@${address}`;
-}
-
-/** The caller's address (per-client rate limiting of the API). */
-function clientAddress(c: Context): string {
-  const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
-  return incoming?.socket?.remoteAddress ?? 'unknown';
 }
 
 /** Hands the message to the gateway; undefined when it was not accepted. Cleans up when the turn ends. */

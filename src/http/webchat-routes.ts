@@ -5,7 +5,7 @@ import { BadRequestError, SwitchboardError } from '../core/errors.ts';
 import { outboundText } from '../core/message.ts';
 import type { HttpApp } from './app.ts';
 import { jsonError, readJson } from './http-error.ts';
-import { httpClientKey } from './openai-routes.ts';
+import { httpClientKey } from './client-key.ts';
 
 /** A reply sent to a web chat user outside a request. */
 export interface WebchatLaterReply {
