@@ -279,6 +279,7 @@ export class PgWorkQueue implements SharedQueue {
     if (!lock) { this.working.delete(key); return; }
     if (lock.fresh) this.options.onClaim?.(key);
     let lost: boolean;
+    let wasFull: boolean;
     try {
       lost = await runFenced(lock.fence, () => this.drain(key, lock.fence));
     } catch (error) {
@@ -286,14 +287,16 @@ export class PgWorkQueue implements SharedQueue {
       if (!lost) this.options.logger.error({ err: error, sessionKey: key }, 'running the queued messages of a session failed');
     } finally {
       await lock.release();
+      wasFull = this.working.size >= this.options.maxClaims;
       this.working.delete(key);
     }
     // A lost lock was counted when its connection ended (SessionLocks' onLost).
     if (lost) return;
     // A message accepted while the lock was being given back found the session busy: look again.
     if (state.again || (await this.hasWork(key))) setImmediate(() => void this.claim(key));
-    // The slot is free: a session already waiting takes it now rather than at the next poll.
-    else setImmediate(() => void this.scan());
+    // A slot of a full replica is free: a session turned away meanwhile takes it now rather than at the next
+    // poll (below capacity, sb_ready already claimed whatever was waiting; no query per turn for nothing).
+    else if (wasFull) setImmediate(() => void this.scan());
   }
 
   private async hasWork(key: string): Promise<boolean> {

@@ -48,4 +48,26 @@ describePg('the shared work queue', () => {
     expect(r2?.replies[0]?.text).toBe('answer to q2');
     expect(ran).toEqual([`${key}#1:q1`, `${key}#2:q2`]);
   });
+
+  it('a replica at maxClaims runs a session it turned away as soon as a slot frees, not at the next poll', async () => {
+    const q = await queue('solo', 600_000);
+    const ran: string[] = [];
+    const gates = new Map<string, () => void>();
+    q.start(async (job) => {
+      ran.push(job.key);
+      if (job.key !== 'k3') await new Promise<void>((resolve) => gates.set(job.key, resolve));
+      const result = { sessionKey: job.key, sessionId: 's', correlationId: job.correlationId, replies: [], outcome: 'replied' } as unknown as TurnResult;
+      await q.done(job, result);
+      return result;
+    });
+    for (const key of ['k1', 'k2']) await q.accept(message(key), key, key);
+    await expect.poll(() => [...gates.keys()].sort()).toEqual(['k1', 'k2']);
+    const third = await q.accept(message('k3'), 'k3', 'k3');
+    if (!third.accepted) throw new Error('not accepted');
+    expect([...ran].sort()).toEqual(['k1', 'k2']);
+    gates.get('k1')?.();
+    await expect(q.whenDone('k3', third.seq)).resolves.toMatchObject({ sessionKey: 'k3' });
+    expect(ran.slice(2)).toEqual(['k3']);
+    gates.get('k2')?.();
+  });
 });
