@@ -194,12 +194,13 @@ export function createDashboardAuth(options: DashboardAuthOptions): DashboardAut
         if (typeof typed !== 'string' || !sameSecret(typed.trim(), token)) {
           const client = clientAddress(c);
           const now = clock.now();
-          pruneFailures(now);
           const seen = failures.get(client);
+          const current = seen && now - seen.since < 60_000 ? seen : undefined;
+          // Re-inserted, so it is the newest when the cap forgets the oldest.
           failures.delete(client);
-          failures.set(client, seen ? { count: seen.count + 1, since: seen.since } : { count: 1, since: now });
+          failures.set(client, current ? { count: current.count + 1, since: current.since } : { count: 1, since: now });
           pruneFailures(now);
-          if (seen && seen.count >= MAX_FAILURES_PER_MINUTE) return refuse(429, 'Too many wrong tokens; wait a minute and try again.', 'rate_limit_exceeded');
+          if (current && current.count >= MAX_FAILURES_PER_MINUTE) return refuse(429, 'Too many wrong tokens; wait a minute and try again.', 'rate_limit_exceeded');
           return refuse(401, 'Wrong token: that is not this gateway\'s gateway.authToken.', 'wrong_token');
         }
         cookie(c, issue(), Math.floor(maxAgeMs / 1000));
