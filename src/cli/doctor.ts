@@ -8,7 +8,7 @@ import type { ResolvedConfig } from '../config/resolved.ts';
 import { readStateOwner, StateLock } from '../core/state-lock.ts';
 import { dmScopeWarning } from '../routing/dm-scope-warning.ts';
 import { withPairingAdmin } from './pairing.ts';
-import { findCommandTarget, type GatewayClient } from './gateway-client.ts';
+import { findCommandTarget, gatewaySessions } from './gateway-client.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
 import { probeMcpServers } from '../tools/mcp/mcp-probe.ts';
 import { probeClusterDatabase } from '../cluster/cluster-probe.ts';
@@ -171,16 +171,6 @@ async function checkRekey(config: ResolvedConfig): Promise<Check> {
     await store?.close().catch(() => undefined);
     await lock?.release();
   }
-}
-
-/** Every stored session, page by page, from the running gateway's `/admin/sessions`. */
-async function* gatewaySessions(client: GatewayClient): AsyncIterable<SessionEntry> {
-  let cursor: string | undefined;
-  do {
-    const page = await client.get<{ sessions: SessionEntry[]; nextCursor?: string }>(`/admin/sessions?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-    yield* page.sessions;
-    cursor = page.nextCursor;
-  } while (cursor);
 }
 
 export async function runDoctor(config: ResolvedConfig, out: NodeJS.WritableStream): Promise<boolean> {

@@ -1,6 +1,7 @@
 import type { ResolvedConfig } from '../config/resolved.ts';
 import { StateLockedError, SwitchboardError } from '../core/errors.ts';
 import { readStateOwner, StateLock, type StateOwner } from '../core/state-lock.ts';
+import type { SessionEntry } from '../sessions/entry.ts';
 
 /** Where a command runs: against the gateway that owns the state folder, or in this process. */
 export type CommandTarget = { kind: 'gateway'; client: GatewayClient; owner: StateOwner } | { kind: 'local' };
@@ -123,4 +124,15 @@ function parseSseBlock(block: string): SseEvent | undefined {
     else if (name === 'data') data.push(value);
   }
   return data.length ? { event, data: data.join('\n') } : undefined;
+}
+
+/** Every session `GET /admin/sessions` of the running gateway lists for `query` (`channel`, `agent`, `limit` per page), page by page. */
+export async function* gatewaySessions(client: GatewayClient, query: Record<string, string> = {}): AsyncIterable<SessionEntry> {
+  let cursor: string | undefined;
+  do {
+    const params = new URLSearchParams({ limit: '1000', ...query, ...(cursor ? { cursor } : {}) });
+    const page = await client.get<{ sessions: SessionEntry[]; nextCursor?: string }>(`/admin/sessions?${params}`);
+    yield* page.sessions;
+    cursor = page.nextCursor;
+  } while (cursor);
 }

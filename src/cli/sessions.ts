@@ -3,7 +3,7 @@ import { StateLock } from '../core/state-lock.ts';
 import { totalTokens, type SessionEntry } from '../sessions/entry.ts';
 import { KeyvSessionStore } from '../sessions/store.ts';
 import { plural } from '../core/plural.ts';
-import { findCommandTarget } from './gateway-client.ts';
+import { findCommandTarget, gatewaySessions } from './gateway-client.ts';
 
 /** Options of `switchboard sessions`. */
 export interface SessionsOptions {
@@ -26,17 +26,14 @@ async function listSessions(config: ResolvedConfig, options: SessionsOptions): P
   const keep = (e: SessionEntry) => { if (!options.active || e.updatedAt >= since) out.push({ ...e, totalTokens: totalTokens(e.tokens) }); };
   const target = await findCommandTarget(config);
   if (target.kind === 'gateway') {
-    let cursor: string | undefined;
-    do {
-      const query = new URLSearchParams({
-        limit: String(Math.min(options.limit, 1000)),
-        ...(options.channel ? { channel: options.channel } : {}), ...(options.agent ? { agent: options.agent } : {}), ...(cursor ? { cursor } : {}),
-      });
-      const page = await target.client.get<{ sessions: SessionEntry[]; nextCursor?: string }>(`/admin/sessions?${query}`);
-      page.sessions.forEach(keep);
-      cursor = page.nextCursor;
-    } while (cursor && out.length < options.limit);
-    return out.slice(0, options.limit);
+    const query = {
+      limit: String(Math.min(options.limit, 1000)), ...(options.channel ? { channel: options.channel } : {}), ...(options.agent ? { agent: options.agent } : {}),
+    };
+    for await (const entry of gatewaySessions(target.client, query)) {
+      keep(entry);
+      if (out.length >= options.limit) break;
+    }
+    return out;
   }
   const lock = await StateLock.acquire(config.stateDir, { role: 'cli', command: 'switchboard sessions' });
   const store = await KeyvSessionStore.open(config.store);
