@@ -18,8 +18,18 @@ export interface SqliteKeyvAdapterOptions {
 interface Writer {
   db: Database.Database;
   upsert: Database.Statement<[string, string]>;
+  /** Upserts the writes in one transaction (rolled back whole if one fails). */
+  upsertAll: Database.Transaction<(writes: readonly PendingWrite[]) => void>;
   remove: Database.Statement<[string]>;
   clear: Database.Statement<[string]>;
+}
+
+/** A `set` waiting for the next group commit. */
+interface PendingWrite {
+  key: string;
+  value: string;
+  resolve: () => void;
+  reject: (error: unknown) => void;
 }
 
 /**
@@ -29,9 +39,17 @@ interface Writer {
  * WAL) before the promise keyv awaits settles. Reads, scans and counts stay with @keyv/sqlite, so the table
  * is exactly the one @keyv/sqlite (and any reader of it) knows. The driver is loaded and the connection
  * opened at the first write (some 20 ms, kept out of start-up). SQLite's automatic checkpoint (every 1,000
- * WAL pages, a few hundred writes) runs in the write that crosses it and fsyncs: a stall of some
- * milliseconds, where a checkpoint on the other connection, concurrent with the writes, let the WAL grow
- * without bound.
+ * WAL pages) runs in the commit that crosses it and fsyncs: a stall of some milliseconds, where a
+ * checkpoint on the other connection, concurrent with the writes, let the WAL grow without bound.
+ *
+ * Group commit: the first `set` of an event-loop turn is committed at once; the ones that follow in the same
+ * turn wait for its end (`setImmediate`) and are committed together, in one transaction, each promise
+ * settling after that commit. A commit's cost is its locks and WAL write more than its rows, and a busy
+ * gateway settles many turns in one loop turn (the provider's answers arrive together): at 16 sessions
+ * some 13 writes a turn, 2 commits instead of 13. A lone write (an idle gateway) waits for nothing. Writes
+ * keep their order (the same key twice: the later value wins); `delete`, `clear` and `disconnect` commit
+ * the waiting writes first. A batch that fails is written again one by one, so a bad write fails only its
+ * own promise.
  */
 export class SqliteKeyvAdapter extends EventEmitter implements KeyvStoreAdapter {
   // keyv reads `opts` (dialect, for its iterator) and sets `namespace`.
@@ -42,6 +60,10 @@ export class SqliteKeyvAdapter extends EventEmitter implements KeyvStoreAdapter 
   private writer?: Writer;
   private opening?: Promise<Writer>;
   private closed = false;
+  /** Writes after the first of this event-loop turn, committed together by {@link commitPending}. */
+  private pending: PendingWrite[] = [];
+  /** Whether a write was committed in this loop turn (and a commit of the ones after it is scheduled). */
+  private commitScheduled = false;
 
   constructor(options: SqliteKeyvAdapterOptions) {
     super();
@@ -67,24 +89,33 @@ export class SqliteKeyvAdapter extends EventEmitter implements KeyvStoreAdapter 
     return this.reader.has(key);
   }
 
-  /** Writes the serialized value; committed when this returns. */
+  /** Writes the serialized value; settles once it is committed (at once, or with the later writes of this turn). */
   async set(key: string, value: string): Promise<void> {
-    (this.writer ?? await this.open()).upsert.run(key, value);
+    const writer = this.writer ?? await this.open();
+    if (this.commitScheduled) return new Promise<void>((resolve, reject) => { this.pending.push({ key, value, resolve, reject }); });
+    this.commitScheduled = true;
+    setImmediate(() => this.commitPending());
+    writer.upsert.run(key, value);
   }
 
   async delete(key: string): Promise<boolean> {
-    return (this.writer ?? await this.open()).remove.run(key).changes > 0;
+    const writer = this.writer ?? await this.open();
+    this.commitPending();
+    return writer.remove.run(key).changes > 0;
   }
 
   async deleteMany(keys: string[]): Promise<boolean> {
     const writer = this.writer ?? await this.open();
+    this.commitPending();
     let changes = 0;
     for (const key of keys) changes += writer.remove.run(key).changes;
     return changes > 0;
   }
 
   async clear(): Promise<void> {
-    (this.writer ?? await this.open()).clear.run(this.namespace ? `${this.namespace}:%` : '%');
+    const writer = this.writer ?? await this.open();
+    this.commitPending();
+    writer.clear.run(this.namespace ? `${this.namespace}:%` : '%');
   }
 
   iterator<Value>(namespace?: string): AsyncGenerator<[string, Value | undefined], void> {
@@ -94,9 +125,41 @@ export class SqliteKeyvAdapter extends EventEmitter implements KeyvStoreAdapter 
   async disconnect(): Promise<void> {
     this.closed = true;
     await this.opening?.catch(() => undefined);
+    this.commitPending();
     this.writer?.db.close();
     this.writer = undefined;
     await this.reader.disconnect();
+  }
+
+  /** Commits the waiting writes in one transaction and settles their promises (synchronous: nothing interleaves). */
+  private commitPending(): void {
+    this.commitScheduled = false;
+    const batch = this.pending;
+    if (!batch.length) return;
+    this.pending = [];
+    const writer = this.writer;
+    if (!writer) {
+      const error = new Error('the session store is closed');
+      for (const write of batch) write.reject(error);
+      return;
+    }
+    if (batch.length > 1) {
+      try {
+        writer.upsertAll(batch);
+        for (const write of batch) write.resolve();
+        return;
+      } catch {
+        // Rolled back: written again one by one below, so that only the failing write fails.
+      }
+    }
+    for (const write of batch) {
+      try {
+        writer.upsert.run(write.key, write.value);
+        write.resolve();
+      } catch (error) {
+        write.reject(error);
+      }
+    }
   }
 
   /** Opens the writing connection once; a failed open is tried again by the next write. */
@@ -125,9 +188,13 @@ export class SqliteKeyvAdapter extends EventEmitter implements KeyvStoreAdapter 
       db.pragma('synchronous = NORMAL');
       // The same table @keyv/sqlite creates, in case this connection comes first.
       db.exec(`CREATE TABLE IF NOT EXISTS ${table}(key VARCHAR(${keySize}) PRIMARY KEY, value TEXT )`);
+      const upsert = db.prepare<[string, string]>(`INSERT INTO ${table} (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value`);
       return {
         db,
-        upsert: db.prepare(`INSERT INTO ${table} (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value`),
+        upsert,
+        upsertAll: db.transaction((writes: readonly PendingWrite[]) => {
+          for (const write of writes) upsert.run(write.key, write.value);
+        }),
         remove: db.prepare(`DELETE FROM ${table} WHERE key = ?`),
         clear: db.prepare(`DELETE FROM ${table} WHERE key LIKE ?`),
       };
