@@ -107,7 +107,11 @@ function repeatTo(text: string, chars: number): string {
 function codeCorpus(chars: number): string {
   const dir = path.join(root, 'src', 'agent');
   let text = '';
-  for (const name of readdirSync(dir).filter((n) => n.endsWith('.ts')).sort()) text += readFileSync(path.join(dir, name), 'utf8');
+  // Every file under src/agent/, ordered by file name (the order of the one flat folder it was until it was split).
+  const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((n) => n.endsWith('.ts'));
+  const byName = (n: string) => path.basename(n);
+  files.sort((x, y) => (byName(x) < byName(y) ? -1 : byName(x) > byName(y) ? 1 : 0));
+  for (const name of files) text += readFileSync(path.join(dir, name), 'utf8');
   return repeatTo(text, chars);
 }
 
@@ -162,7 +166,7 @@ function tokenizerBench(quick: boolean): Record<string, unknown>[] {
     measure('English (cl100k_base)', english.source, english.text, countCl100k),
     measure('Chinese (o200k_base)', chinese.source, chinese.text, countO200k),
     measure('Chinese (cl100k_base)', chinese.source, chinese.text, countCl100k),
-    measure('TypeScript source (o200k_base)', 'src/agent/*.ts', code, countO200k),
+    measure('TypeScript source (o200k_base)', 'src/agent/**/*.ts', code, countO200k),
   ];
 }
 

@@ -6,8 +6,8 @@ import type { InboundMessage } from '../core/message.ts';
 import type { Provider, ProviderResponse, ToolSchema } from '../providers/types.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
 import type { ActiveSession } from '../sessions/manager.ts';
-import type { BuiltContext } from './context.ts';
-import { countTokens } from './tokens.ts';
+import type { BuiltContext } from './context/context.ts';
+import { countTokens } from './context/tokens.ts';
 import { addUsage, scopedEvent, zeroUsage, type LlmCallEvent, type LlmCallKind, type TurnEvents, type TurnScope } from './turn-events.ts';
 
 /** What an accounted call needs. */

@@ -14,17 +14,17 @@ import type { TranscriptEntry, TranscriptStore } from '../sessions/transcript.ts
 import type { ToolPolicy } from '../config/schema.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { batchInputOf, BatchRunner } from './batch-runner.ts';
-import { registerBuiltinCommands } from './builtin-commands.ts';
-import { describeResetPolicy, hostZone, resetNotice } from './reset-text.ts';
-import { CommandRegistry, matchResetTrigger, type CommandServices } from './commands.ts';
-import { registerContextCommands } from './context-commands.ts';
-import { ContextEngine, syntheticMessage, type CompactionOutcome, type ContextEngineDeps } from './context-engine.ts';
-import { MEMORY_WRITE } from './memory-flush.ts';
+import { registerBuiltinCommands } from './commands/builtin-commands.ts';
+import { describeResetPolicy, hostZone, resetNotice } from './commands/reset-text.ts';
+import { CommandRegistry, matchResetTrigger, type CommandServices } from './commands/commands.ts';
+import { registerContextCommands } from './commands/context-commands.ts';
+import { ContextEngine, syntheticMessage, type CompactionOutcome, type ContextEngineDeps } from './context/context-engine.ts';
+import { MEMORY_WRITE } from './context/memory-flush.ts';
 import { ProviderCaller, type ProviderCallRequest } from './provider-call.ts';
 import { goalRunContinues, RunSettler } from './run-settle.ts';
 import { ephemeralSessionOf, sessionInitOf } from './session-init.ts';
 import { isBackgroundKind, sourceIdOf } from './runs.ts';
-import { toolSchemaTokens } from './tokens.ts';
+import { toolSchemaTokens } from './context/tokens.ts';
 import { scopedEvent, TurnEvents, zeroUsage, type TurnScope } from './turn-events.ts';
 
 /** A message kept from a group chat without a run, given to the next run as context. */

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ResolvedConfig } from '../config/resolved.ts';
-import { BOOTSTRAP_FILES } from '../agent/bootstrap.ts';
+import { BOOTSTRAP_FILES } from '../agent/context/bootstrap.ts';
 
 /**
  * Templates of the six workspace files. Everything in them is read into the system prompt at every turn,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentRuntime } from '../agent/runtime.ts';
 import { zeroUsage } from '../agent/turn-events.ts';
-import { warmTokenCounts, type WarmOptions } from '../agent/tokens.ts';
+import { warmTokenCounts, type WarmOptions } from '../agent/context/tokens.ts';
 import type { ResolvedConfig } from '../config/resolved.ts';
 import type { ChannelAdapter, InboundSink, Submission, SubmitOptions, TurnResult } from '../core/channel-adapter.ts';
 import type { Clock } from '../core/clock.ts';

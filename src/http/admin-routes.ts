@@ -7,8 +7,8 @@ import { parseSessionKey } from '../routing/session-key.ts';
 import { BudgetExceededError, NotFoundError, BadRequestError } from '../core/errors.ts';
 import { jsonError } from './http-error.ts';
 import type { HttpApp } from './app.ts';
-import { compactionAnswer } from '../agent/context-commands.ts';
-import type { CompactionOutcome } from '../agent/context-engine.ts';
+import { compactionAnswer } from '../agent/commands/context-commands.ts';
+import type { CompactionOutcome } from '../agent/context/context-engine.ts';
 
 /** What the admin routes read and change. */
 export interface AdminDeps {

@@ -1,6 +1,6 @@
 import { ProviderError } from '../core/errors.ts';
-import { withoutRuntimeLine } from '../agent/context.ts';
-import { countTokens } from '../agent/tokens.ts';
+import { withoutRuntimeLine } from '../agent/context/context.ts';
+import { countTokens } from '../agent/context/tokens.ts';
 import type { CallOptions, Provider, ProviderRequest, ProviderResponse } from './types.ts';
 
 /**

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { createLogger, silentLogger } from '../../src/core/logger.ts';
-import { PromptPrediction } from '../../src/agent/token-calibration.ts';
+import { PromptPrediction } from '../../src/agent/context/token-calibration.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai.ts';
 import { testConfig, tempDir } from '../helpers/gateway.ts';

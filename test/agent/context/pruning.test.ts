@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { applyPruning, planPruning, protectedFrom, pruningDue, SOFT_TRIM } from '../../src/agent/pruning.ts';
+import { applyPruning, planPruning, protectedFrom, pruningDue, SOFT_TRIM } from '../../../src/agent/context/pruning.ts';
 import { z } from 'zod';
-import { defineTool } from '../../src/tools/tool.ts';
-import type { TranscriptMessage } from '../../src/sessions/transcript.ts';
-import type { FakeReply, RecordedRequest } from '../fakes/fake-openai.ts';
-import { defaultReply, kindOf, startHarness, type Harness } from './harness.ts';
+import { defineTool } from '../../../src/tools/tool.ts';
+import type { TranscriptMessage } from '../../../src/sessions/transcript.ts';
+import type { FakeReply, RecordedRequest } from '../../fakes/fake-openai.ts';
+import { defaultReply, kindOf, startHarness, type Harness } from '../harness.ts';
 
 const big = (tag: string) => `${tag}-head ${'x'.repeat(10_000)} ${tag}-tail`;
 let calls = 0;

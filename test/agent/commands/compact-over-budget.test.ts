@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.ts';
-import { silentLogger } from '../../src/core/logger.ts';
-import { startGateway, type RunningGateway } from '../../src/main.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai.ts';
-import { testConfig, tempDir } from '../helpers/gateway.ts';
-import { gatewayHttp } from '../helpers/gateway-http.ts';
+import { ManualClock } from '../../../src/core/clock.ts';
+import { silentLogger } from '../../../src/core/logger.ts';
+import { startGateway, type RunningGateway } from '../../../src/main.ts';
+import { startFakeOpenAI, type FakeOpenAI } from '../../fakes/fake-openai.ts';
+import { testConfig, tempDir } from '../../helpers/gateway.ts';
+import { gatewayHttp } from '../../helpers/gateway-http.ts';
 
 /** `/compact` refused by the session token budget (SPEC §14) answers with the budget line alone. */
 describe('/compact over the session budget', () => {

@@ -1,13 +1,13 @@
-import { withoutRuntimeLine } from './context.ts';
-import { plural } from '../core/plural.ts';
-import { BudgetExceededError, isAbortError } from '../core/errors.ts';
-import type { Logger } from '../core/logger.ts';
-import type { ActiveSession } from '../sessions/manager.ts';
+import { withoutRuntimeLine } from '../context/context.ts';
+import { plural } from '../../core/plural.ts';
+import { BudgetExceededError, isAbortError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
+import type { ActiveSession } from '../../sessions/manager.ts';
 import type { CommandRegistry } from './commands.ts';
-import type { CallScope, CompactionOutcome, ContextEngine } from './context-engine.ts';
-import { calibrationKey } from './token-calibration.ts';
-import { countTokens, encodingFor } from './tokens.ts';
-import { zeroUsage } from './turn-events.ts';
+import type { CallScope, CompactionOutcome, ContextEngine } from '../context/context-engine.ts';
+import { calibrationKey } from '../context/token-calibration.ts';
+import { countTokens, encodingFor } from '../context/tokens.ts';
+import { zeroUsage } from '../turn-events.ts';
 
 const n = (value: number) => value.toLocaleString('en-US');
 

@@ -5,10 +5,10 @@ import fc from 'fast-check';
 import { countTokens as o200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { countTokens as cl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { describe, expect, it } from 'vitest';
-import { RUN_HARD_LIMIT, segmentEnds } from '../../src/agent/token-segments.ts';
-import { countTokens, warmTokenCounts } from '../../src/agent/tokens.ts';
+import { RUN_HARD_LIMIT, segmentEnds } from '../../../src/agent/context/token-segments.ts';
+import { countTokens, warmTokenCounts } from '../../../src/agent/context/tokens.ts';
 
-const root = path.resolve(import.meta.dirname, '../..');
+const root = path.resolve(import.meta.dirname, '../../..');
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
 const exact = (text: string, model: string) => (model === 'gpt-4' ? cl100k(text, AS_TEXT) : o200k(text, AS_TEXT));
 
@@ -31,7 +31,7 @@ describe('token counting in pieces', () => {
     const texts = [
       readFileSync(path.join(root, 'README.md'), 'utf8'),
       readFileSync(path.join(root, 'docs/architecture.md'), 'utf8'),
-      readFileSync(path.join(root, 'src/agent/context-engine.ts'), 'utf8'),
+      readFileSync(path.join(root, 'src/agent/context/context-engine.ts'), 'utf8'),
       readFileSync(path.join(root, 'package-lock.json'), 'utf8').slice(0, 60_000),
       JSON.stringify({ rows: Array.from({ length: 300 }, (_, i) => ({ id: i, name: `row-${i}`, tags: ['a', 'b'] })) }),
       '敏捷的棕色狐狸跳过了懒狗。每条消息都会被路由到一个会话,并由代理回答。'.repeat(60),

@@ -1,4 +1,4 @@
-export { localDate, localTime, memoryFileOf } from '../tools/memory-notes.ts';
+export { localDate, localTime, memoryFileOf } from '../../tools/memory-notes.ts';
 
 /** The tool the flush offers; nothing else is callable during it. */
 export const MEMORY_WRITE = 'memory_write';

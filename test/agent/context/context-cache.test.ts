@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { BootstrapFile } from '../../src/agent/bootstrap.ts';
-import { buildContext, type ContextInput } from '../../src/agent/context.ts';
-import { countRequestTokens } from '../../src/agent/tokens.ts';
-import type { AgentConfig } from '../../src/config/resolved.ts';
-import type { ToolSchema } from '../../src/providers/types.ts';
-import type { SessionEntry } from '../../src/sessions/entry.ts';
-import type { TranscriptEntry } from '../../src/sessions/transcript.ts';
+import type { BootstrapFile } from '../../../src/agent/context/bootstrap.ts';
+import { buildContext, type ContextInput } from '../../../src/agent/context/context.ts';
+import { countRequestTokens } from '../../../src/agent/context/tokens.ts';
+import type { AgentConfig } from '../../../src/config/resolved.ts';
+import type { ToolSchema } from '../../../src/providers/types.ts';
+import type { SessionEntry } from '../../../src/sessions/entry.ts';
+import type { TranscriptEntry } from '../../../src/sessions/transcript.ts';
 
 const agent = { id: 'main', name: 'Switchboard', providerId: 'default', model: 'gpt-4o', workspace: '/w', tools: { preset: 'none', allow: [], deny: [] }, tokenBudget: 0 } as unknown as AgentConfig;
 const search: ToolSchema = { name: 'search', description: 'web search', parameters: { type: 'object', properties: { q: { type: 'string' } } } };

@@ -1,8 +1,8 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { applyBootstrapLimits, BootstrapLoader, renderBootstrap, truncateMiddle } from '../../src/agent/bootstrap.ts';
-import { tempDir } from '../helpers/gateway.ts';
+import { applyBootstrapLimits, BootstrapLoader, renderBootstrap, truncateMiddle } from '../../../src/agent/context/bootstrap.ts';
+import { tempDir } from '../../helpers/gateway.ts';
 
 const body = (n: number) => Array.from({ length: n }, (_, i) => String.fromCharCode(97 + (i % 26))).join('');
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { matchResetTrigger } from '../../src/agent/commands.ts';
+import { matchResetTrigger } from '../../../src/agent/commands/commands.ts';
 
 const triggers = ['/new', '/reset'];
 

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { modelToEncodingMap } from 'gpt-tokenizer/mapping';
-import type { ChatMessage, ToolSchema } from '../providers/types.ts';
-import type { ToolCall } from '../sessions/transcript.ts';
+import type { ChatMessage, ToolSchema } from '../../providers/types.ts';
+import type { ToolCall } from '../../sessions/transcript.ts';
 import { segmentEnds } from './token-segments.ts';
 
 /** Tokenizer encodings we count with. */

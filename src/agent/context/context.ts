@@ -1,10 +1,10 @@
-import type { AgentConfig } from '../config/resolved.ts';
-import type { ChatMessage, ToolSchema } from '../providers/types.ts';
-import type { SessionEntry } from '../sessions/entry.ts';
-import type { TranscriptEntry, TranscriptMessage } from '../sessions/transcript.ts';
+import type { AgentConfig } from '../../config/resolved.ts';
+import type { ChatMessage, ToolSchema } from '../../providers/types.ts';
+import type { SessionEntry } from '../../sessions/entry.ts';
+import type { TranscriptEntry, TranscriptMessage } from '../../sessions/transcript.ts';
 import { renderBootstrap, type BootstrapFile, type BootstrapLimits } from './bootstrap.ts';
 import { chatMessageTokens, countTokens, REQUEST_OVERHEAD, toolSchemaTokens } from './tokens.ts';
-import type { InputComponents } from './turn-events.ts';
+import type { InputComponents } from '../turn-events.ts';
 
 /** What a request is assembled from. */
 export interface ContextInput {

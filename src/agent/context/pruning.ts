@@ -1,4 +1,4 @@
-import type { TranscriptEntry, TranscriptMessage } from '../sessions/transcript.ts';
+import type { TranscriptEntry, TranscriptMessage } from '../../sessions/transcript.ts';
 import { activeHistory, messageTokensOf, toChatMessage } from './context.ts';
 import { chatMessageTokens } from './tokens.ts';
 

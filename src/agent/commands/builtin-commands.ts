@@ -1,10 +1,10 @@
-import { isValidTimeZone, TOOL_PRESETS } from '../config/schema.ts';
-import { plural } from '../core/plural.ts';
-import { targetOf } from '../core/message.ts';
-import { totalTokens, type SessionEntry } from '../sessions/entry.ts';
+import { isValidTimeZone, TOOL_PRESETS } from '../../config/schema.ts';
+import { plural } from '../../core/plural.ts';
+import { targetOf } from '../../core/message.ts';
+import { totalTokens, type SessionEntry } from '../../sessions/entry.ts';
 import type { ChatCommand, CommandRegistry } from './commands.ts';
 import { hostZone } from './reset-text.ts';
-import { pauseGoalRun } from './runs.ts';
+import { pauseGoalRun } from '../runs.ts';
 
 const n = (value: number) => value.toLocaleString('en-US');
 

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { planCompaction } from '../../src/agent/compaction.ts';
-import { chatMessageTokens, countRequestTokens } from '../../src/agent/tokens.ts';
+import { planCompaction } from '../../../src/agent/context/compaction.ts';
+import { chatMessageTokens, countRequestTokens } from '../../../src/agent/context/tokens.ts';
 import { z } from 'zod';
-import { defineTool } from '../../src/tools/tool.ts';
-import type { TranscriptCompaction, TranscriptMessage } from '../../src/sessions/transcript.ts';
-import { userText, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
-import { defaultReply, fromWire, kindOf, startHarness, type Harness } from './harness.ts';
+import { defineTool } from '../../../src/tools/tool.ts';
+import type { TranscriptCompaction, TranscriptMessage } from '../../../src/sessions/transcript.ts';
+import { userText, type FakeReply, type RecordedRequest } from '../../fakes/fake-openai.ts';
+import { defaultReply, fromWire, kindOf, startHarness, type Harness } from '../harness.ts';
 
 const MODEL = 'gpt-test';
 const words = (n: number, tag = 'word') => Array.from({ length: n }, (_, i) => `${tag}${i % 10}`).join(' ');

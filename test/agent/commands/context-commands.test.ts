@@ -1,11 +1,11 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.ts';
-import type { RunningGateway } from '../../src/main.ts';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../fakes/fake-openai.ts';
-import { startTestGateway, tempDir } from '../helpers/gateway.ts';
-import { defaultReply, kindOf } from './harness.ts';
+import { ManualClock } from '../../../src/core/clock.ts';
+import type { RunningGateway } from '../../../src/main.ts';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../../fakes/fake-openai.ts';
+import { startTestGateway, tempDir } from '../../helpers/gateway.ts';
+import { defaultReply, kindOf } from '../harness.ts';
 
 const words = (n: number) => Array.from({ length: n }, (_, i) => `word${i % 10}`).join(' ');
 

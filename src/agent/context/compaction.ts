@@ -1,6 +1,6 @@
-import { SwitchboardError } from '../core/errors.ts';
-import type { ChatMessage } from '../providers/types.ts';
-import type { TranscriptMessage } from '../sessions/transcript.ts';
+import { SwitchboardError } from '../../core/errors.ts';
+import type { ChatMessage } from '../../providers/types.ts';
+import type { TranscriptMessage } from '../../sessions/transcript.ts';
 import { messageTokensOf } from './context.ts';
 import { countTokens } from './tokens.ts';
 

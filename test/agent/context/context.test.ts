@@ -1,15 +1,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { pairToolCalls } from '../../src/agent/context.ts';
+import { pairToolCalls } from '../../../src/agent/context/context.ts';
 import { z } from 'zod';
-import { defineTool } from '../../src/tools/tool.ts';
-import { ManualClock } from '../../src/core/clock.ts';
-import type { RunningGateway } from '../../src/main.ts';
-import type { TranscriptMessage } from '../../src/sessions/transcript.ts';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
-import { startTestGateway, tempDir } from '../helpers/gateway.ts';
-import { defaultReply, kindOf, startHarness, type Harness } from './harness.ts';
+import { defineTool } from '../../../src/tools/tool.ts';
+import { ManualClock } from '../../../src/core/clock.ts';
+import type { RunningGateway } from '../../../src/main.ts';
+import type { TranscriptMessage } from '../../../src/sessions/transcript.ts';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../../fakes/fake-openai.ts';
+import { startTestGateway, tempDir } from '../../helpers/gateway.ts';
+import { defaultReply, kindOf, startHarness, type Harness } from '../harness.ts';
 
 function commonPrefix(a: string, b: string): number {
   let i = 0;

@@ -1,4 +1,4 @@
-import type { ResetPolicy, ResetReason } from '../sessions/reset.ts';
+import type { ResetPolicy, ResetReason } from '../../sessions/reset.ts';
 
 let cachedHostZone: string | undefined;
 

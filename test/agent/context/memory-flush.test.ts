@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { localDate, memoryFileOf } from '../../src/agent/memory-flush.ts';
-import { searchMemoryNotes } from '../../src/tools/memory-notes.ts';
-import { userText, type FakeReply } from '../fakes/fake-openai.ts';
-import { defaultReply, kindOf, startHarness, type Harness } from './harness.ts';
+import { localDate, memoryFileOf } from '../../../src/agent/context/memory-flush.ts';
+import { searchMemoryNotes } from '../../../src/tools/memory-notes.ts';
+import { userText, type FakeReply } from '../../fakes/fake-openai.ts';
+import { defaultReply, kindOf, startHarness, type Harness } from '../harness.ts';
 
 /** Kinds of the requests from `from` on, with runs of summary calls collapsed to one 'compaction'. */
 const collapsed = (h: Harness, from: number) => h.fake.requests.slice(from).map(kindOf).filter((k, i, all) => !(k === 'compaction' && all[i - 1] === 'compaction'));

@@ -1,8 +1,8 @@
-import type { TokenTotals } from '../accounting/runtime-totals.ts';
-import type { Clock } from '../core/clock.ts';
-import { didYouMean } from '../core/did-you-mean.ts';
-import { plural } from '../core/plural.ts';
-import type { ProviderRegistry } from '../providers/registry.ts';
+import type { TokenTotals } from '../../accounting/runtime-totals.ts';
+import type { Clock } from '../../core/clock.ts';
+import { didYouMean } from '../../core/did-you-mean.ts';
+import { plural } from '../../core/plural.ts';
+import type { ProviderRegistry } from '../../providers/registry.ts';
 import type { CommandRegistry } from './commands.ts';
 
 /** Model lists are asked once per provider for this long (a failure is asked again next time). */

@@ -1,11 +1,11 @@
 import { encode as encodeO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { encode as encodeCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { describe, expect, it } from 'vitest';
-import { buildContext } from '../../src/agent/context.ts';
-import { TokenCalibration } from '../../src/agent/token-calibration.ts';
-import { chatMessageTokens, countRequestTokens, countTokens, encodingFor, MESSAGE_OVERHEAD } from '../../src/agent/tokens.ts';
-import type { SessionEntry } from '../../src/sessions/entry.ts';
-import type { TranscriptEntry } from '../../src/sessions/transcript.ts';
+import { buildContext } from '../../../src/agent/context/context.ts';
+import { TokenCalibration } from '../../../src/agent/context/token-calibration.ts';
+import { chatMessageTokens, countRequestTokens, countTokens, encodingFor, MESSAGE_OVERHEAD } from '../../../src/agent/context/tokens.ts';
+import type { SessionEntry } from '../../../src/sessions/entry.ts';
+import type { TranscriptEntry } from '../../../src/sessions/transcript.ts';
 
 const english = 'The quick brown fox jumps over the lazy dog. Switchboard routes every message to a session.';
 const chinese = '敏捷的棕色狐狸跳过了懒狗。每条消息都会被路由到一个会话,并由代理回答。';

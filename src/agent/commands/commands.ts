@@ -1,7 +1,7 @@
-import type { ResolvedConfig } from '../config/resolved.ts';
-import type { InboundMessage } from '../core/message.ts';
-import type { SessionEntry } from '../sessions/entry.ts';
-import type { ActiveSession } from '../sessions/manager.ts';
+import type { ResolvedConfig } from '../../config/resolved.ts';
+import type { InboundMessage } from '../../core/message.ts';
+import type { SessionEntry } from '../../sessions/entry.ts';
+import type { ActiveSession } from '../../sessions/manager.ts';
 
 /** A chat command as typed: `/name[@bot] args`. */
 export interface ParsedCommand {
