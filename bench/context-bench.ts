@@ -8,8 +8,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
-import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
+import { countTokens as countCl100kStrict } from 'gpt-tokenizer/encoding/cl100k_base';
+import { countTokens as countO200kStrict } from 'gpt-tokenizer/encoding/o200k_base';
 import { z } from 'zod';
 import { AgentRuntime } from '../src/agent/runtime.ts';
 import { ToolRegistry } from '../src/tools/registry.ts';
@@ -24,6 +24,11 @@ import { SessionManager } from '../src/sessions/manager.ts';
 import type { SessionPage, SessionStore } from '../src/sessions/store.ts';
 import { JsonlTranscriptStore } from '../src/sessions/transcript.ts';
 import { mean, nowMs, percentile, round } from './stats.ts';
+
+/** Special-token strings (`<|endoftext|>`, which src/agent's own comments quote) count as the text they are, as in the gateway. */
+const AS_TEXT = { disallowedSpecial: new Set<string>() };
+const countCl100k = (text: string): number => countCl100kStrict(text, AS_TEXT);
+const countO200k = (text: string): number => countO200kStrict(text, AS_TEXT);
 
 const root = path.resolve(import.meta.dirname, '..');
 
