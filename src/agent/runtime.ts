@@ -350,8 +350,11 @@ export class AgentRuntime {
     const ephemeral = this.ephemeralHistories.get(session);
     if (ephemeral) return ephemeral.slice();
     const entries = await this.options.transcripts.read(session.entry.sessionId);
-    // A crash can leave the entry behind its transcript (the entry is saved after the append): the file wins.
-    if (session.entry.messageCount === 0 && entries.length) session.entry.messageCount = entries.filter((e) => e.type === 'message').length;
+    // A crash can leave the entry behind its transcript (the entry is saved after the append, and a replayed
+    // message that was already answered appends nothing): the file wins.
+    let inFile = 0;
+    for (const e of entries) if (e.type === 'message') inFile++;
+    session.entry.messageCount = inFile;
     return entries;
   }
 

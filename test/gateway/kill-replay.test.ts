@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, userText, type FakeOpenAI } from '../fakes/fake-openai.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
@@ -94,6 +95,76 @@ describe('SIGKILL at awkward moments, then replay', () => {
       const users = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { role?: string; sourceId?: string; content?: string }).filter((e) => e.role === 'user');
       expect(new Set(users.map((u) => u.sourceId)).size).toBe(users.length);
       expect(new Set(users.map((u) => u.content)).size).toBe(users.length);
+    }
+  }, 120_000);
+
+  it('sixteen chats answered in one burst (their entry saves share a group commit), killed in the burst: every message answered, entries and transcripts agree', async () => {
+    const chats = Array.from({ length: 16 }, (_, i) => ({ id: 201 + i, is_bot: false, first_name: `B${i}` }));
+    writeFileSync(path.join(tmp.dir, 'switchboard.json'), JSON.stringify({
+      providers: { default: { baseUrl: openai.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0 } },
+      channels: { telegram: { dmPolicy: 'open' } }, session: { dmScope: 'per-peer', reset: { mode: 'off' } },
+      agents: { defaults: { tools: { preset: 'none' }, maxConcurrent: 16 } },
+    }));
+    // The fake holds every call until all sixteen of a round are in, then answers them at once: the turns
+    // settle in one loop turn of the gateway, and all but the first of their entry saves wait for one commit.
+    let held: (() => void)[] = [];
+    let releaseAt = chats.length;
+    openai.fallback = (r) => new Promise((resolve) => {
+      held.push(() => resolve({ content: `echo: ${userText(r.body.messages.at(-1)!.content)}`, usage: null }));
+      if (held.length >= releaseAt) for (const answer of held.splice(0)) answer();
+    });
+    const env = { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot };
+    const texts: string[] = [];
+    const sendsAtKill: number[] = [];
+    // Round 0: killed as the burst's first reply reaches the platform. Round 1: killed as the burst is answered.
+    const moments: ((sendsBefore: number) => Promise<unknown>)[] = [
+      (before) => telegram.waitFor('sendMessage', () => telegram.callsOf('sendMessage').length > before, 20_000),
+      () => until(() => held.length === 0 && openai.requests.length >= 2 * chats.length, 'the second burst to be answered'),
+    ];
+    for (const [round, moment] of moments.entries()) {
+      const proc = startProcess(tmp.dir, env);
+      procs.push(proc);
+      await proc.url;
+      const before = telegram.callsOf('sendMessage').length;
+      for (const [i, from] of chats.entries()) {
+        texts.push(`b${round} m${i}`);
+        telegram.pushUpdate(dm(`b${round} m${i}`, { from }));
+      }
+      await moment(before);
+      proc.child.kill('SIGKILL');
+      await proc.exited;
+      sendsAtKill.push(telegram.callsOf('sendMessage').length);
+      held = [];
+    }
+    releaseAt = 1; // the replays answer one by one
+    const last = startProcess(tmp.dir, env);
+    procs.push(last);
+    const url = await last.url;
+    const answered = () => new Set(telegram.callsOf('sendMessage').map((c) => String(c.body.text)));
+    await until(() => texts.every((t) => answered().has(`echo: ${t}`)), 'every message to be answered');
+
+    // A reply repeats only if the platform had it when the process died: at most one per chat per kill.
+    const sends = telegram.callsOf('sendMessage').map((c) => String(c.body.text));
+    for (const text of new Set(sends)) expect(sends.filter((s) => s === text).length).toBeLessThanOrEqual(1 + sendsAtKill.length);
+    expect(sends.length - new Set(sends).size).toBeLessThanOrEqual(sendsAtKill.length * chats.length);
+
+    const sessions = ((await (await fetch(`${url}/admin/sessions?limit=100`)).json()) as { sessions: { key: string; sessionId: string }[] }).sessions;
+    expect(sessions).toHaveLength(chats.length);
+    const folder = path.join(tmp.dir, 'data', 'agents', 'main', 'sessions');
+    expect(readdirSync(folder).filter((f) => f.endsWith('.jsonl')).sort()).toEqual(sessions.map((s) => `${s.sessionId}.jsonl`).sort());
+    // What is on disk now (each reply went out after its entry's commit): the entry counts what its transcript holds.
+    const db = new Database(path.join(tmp.dir, 'data', 'sessions.sqlite'), { readonly: true });
+    const stored = new Map((db.prepare(`SELECT value FROM keyv WHERE key LIKE 'sessions:%'`).all() as { value: string }[])
+      .map((row) => (JSON.parse(row.value) as { value: { sessionId: string; messageCount: number } }).value).map((e) => [e.sessionId, e.messageCount]));
+    db.close();
+    for (const s of sessions) {
+      const entries = readFileSync(path.join(folder, `${s.sessionId}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type?: string; role?: string; sourceId?: string; content?: string });
+      expect(stored.get(s.sessionId)).toBe(entries.filter((e) => e.type === 'message').length);
+      const userEntries = entries.filter((e) => e.role === 'user');
+      // Each chat's two messages, once each, each with its answer.
+      expect(userEntries).toHaveLength(2);
+      expect(new Set(userEntries.map((u) => u.sourceId)).size).toBe(2);
+      expect(entries.filter((e) => e.role === 'assistant').map((e) => e.content).sort()).toEqual(userEntries.map((u) => `echo: ${u.content}`).sort());
     }
   }, 120_000);
 });
