@@ -32,6 +32,16 @@ describe('SIGKILL at awkward moments, then replay', () => {
     tmp.remove();
   });
 
+  /** Starts the gateway once more and waits until every text has its echo at the platform; its URL. */
+  async function restartUntilAnswered(env: Record<string, string>, texts: readonly string[]): Promise<string> {
+    const last = startProcess(tmp.dir, env);
+    procs.push(last);
+    const url = await last.url;
+    const answered = () => new Set(telegram.callsOf('sendMessage').map((c) => String(c.body.text)));
+    await until(() => texts.every((t) => answered().has(`echo: ${t}`)), 'every message to be answered');
+    return url;
+  }
+
   it('killed mid-turn and right after a reply: every message answered, no user entry twice, no orphan transcript, repeats only in the send window', async () => {
     writeFileSync(path.join(tmp.dir, 'switchboard.json'), JSON.stringify({
       providers: { default: { baseUrl: openai.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0 } },
@@ -64,11 +74,7 @@ describe('SIGKILL at awkward moments, then replay', () => {
       sendsAtKill.push(telegram.callsOf('sendMessage').length);
       kills++;
     }
-    const last = startProcess(tmp.dir, env);
-    procs.push(last);
-    const url = await last.url;
-    const answered = () => new Set(telegram.callsOf('sendMessage').map((c) => String(c.body.text)));
-    await until(() => texts.every((t) => answered().has(`echo: ${t}`)), 'every message to be answered');
+    const url = await restartUntilAnswered(env, texts);
 
     const sends = telegram.callsOf('sendMessage').map((c) => String(c.body.text));
     // The send window: the platform accepted a reply, the process died before journaling it. With one lane per
@@ -137,11 +143,7 @@ describe('SIGKILL at awkward moments, then replay', () => {
       held = [];
     }
     releaseAt = 1; // the replays answer one by one
-    const last = startProcess(tmp.dir, env);
-    procs.push(last);
-    const url = await last.url;
-    const answered = () => new Set(telegram.callsOf('sendMessage').map((c) => String(c.body.text)));
-    await until(() => texts.every((t) => answered().has(`echo: ${t}`)), 'every message to be answered');
+    const url = await restartUntilAnswered(env, texts);
 
     // A reply repeats only if the platform had it when the process died: at most one per chat per kill.
     const sends = telegram.callsOf('sendMessage').map((c) => String(c.body.text));
