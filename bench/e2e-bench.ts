@@ -52,13 +52,18 @@ export interface RequestShape {
 const TURNS_PER_SESSION = 10;
 const SYSTEM = 'You are a helpful assistant reached through a chat gateway.';
 
-async function closedLoop(concurrency: number, total: number, send: (worker: number, i: number) => Promise<void>): Promise<{ seconds: number; latencies: number[]; cpuUs: number }> {
+/**
+ * `concurrency` workers, each sending its next message when the previous one is answered; with `thinkMs`, after
+ * a pause drawn uniformly from 0 to twice that (spread arrivals: the workers do not move in lockstep).
+ */
+async function closedLoop(concurrency: number, total: number, send: (worker: number, i: number) => Promise<void>, thinkMs = 0): Promise<{ seconds: number; latencies: number[]; cpuUs: number }> {
   const latencies: number[] = [];
   const perWorker = Math.ceil(total / concurrency);
   const cpu = process.cpuUsage();
   const t0 = nowMs();
   await Promise.all(Array.from({ length: concurrency }, async (_, w) => {
     for (let i = 0; i < perWorker; i++) {
+      if (thinkMs > 0) await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * thinkMs));
       const start = nowMs();
       await send(w, i);
       latencies.push(nowMs() - start);
@@ -73,7 +78,7 @@ async function closedLoop(concurrency: number, total: number, send: (worker: num
  * The floor: the same openai client, the same fake server, history kept in memory, one JSONL append per
  * message, and the same request bytes as the gateway (its system message, tools and runtime lines).
  */
-export async function floorRun(baseURL: string, dir: string, concurrency: number, total: number, tag: string, shape: RequestShape) {
+export async function floorRun(baseURL: string, dir: string, concurrency: number, total: number, tag: string, shape: RequestShape, thinkMs = 0) {
   const client = new OpenAI({ apiKey: 'sk-bench', baseURL, maxRetries: 2 });
   const histories = new Map<string, { role: 'user' | 'assistant'; content: string }[]>();
   await mkdir(dir, { recursive: true });
@@ -89,7 +94,7 @@ export async function floorRun(baseURL: string, dir: string, concurrency: number
     history.push({ role: 'user', content: text }, { role: 'assistant', content: answer });
     histories.set(session, history);
     await appendFile(path.join(dir, `${session}.jsonl`), `${JSON.stringify({ user: text, assistant: answer, at: new Date().toISOString() })}\n`);
-  });
+  }, thinkMs);
 }
 
 /** What a gateway run takes from a checkout (this one, or another one that `bench/compare.ts` measures beside it). */
@@ -106,7 +111,7 @@ const thisCheckout: GatewayImpl = { loadConfig, startGateway, silentLogger };
  * the default tool preset. `capture` receives the shape of its requests (the floor copies it).
  */
 export async function gatewayRun(
-  baseURL: string, dir: string, concurrency: number, total: number, tag: string, capture?: (shape: RequestShape) => void, impl: GatewayImpl = thisCheckout,
+  baseURL: string, dir: string, concurrency: number, total: number, tag: string, capture?: (shape: RequestShape) => void, impl: GatewayImpl = thisCheckout, thinkMs = 0,
 ) {
   const { loadConfig, startGateway, silentLogger } = impl;
   const config = loadConfig({
@@ -129,7 +134,7 @@ export async function gatewayRun(
       const submission = await gw.gateway.sink(message);
       const result = await submission.done;
       if (result?.outcome !== 'replied') throw new Error(`turn ${result?.outcome}: ${result?.replies[0]?.text}`);
-    });
+    }, thinkMs);
     if (capture) capture(await requestShape(gw));
     return run;
   } finally {
@@ -211,4 +216,45 @@ export async function runE2eBench(options: { baseURL: string; dir: string; concu
     });
   }
   return levels;
+}
+
+/** Spread arrivals at one concurrency: CPU per message of each side (throughput is set by the pauses). */
+export interface SpreadLevel {
+  concurrency: number;
+  thinkMs: number;
+  messages: number;
+  rounds: number;
+  floorCpuUs: number;
+  gatewayCpuUs: number;
+  /** Median over the rounds of floor CPU per message / gateway CPU per message of the same round. */
+  cpuRatio: number;
+}
+
+/**
+ * The closed loop keeps a saturated gateway's turns in step (answers arrive together, so turns settle, save and
+ * send together); with pauses between a worker's messages they do not, and CPU per message measures the
+ * gateway's own work apart from that grouping. Paired rounds, alternating order, as {@link runE2eBench}.
+ */
+export async function runSpreadBench(options: { baseURL: string; dir: string; concurrency: number; thinkMs: number; messages: number; rounds: number }): Promise<SpreadLevel> {
+  const { baseURL, concurrency, thinkMs, messages, rounds } = options;
+  let shape: RequestShape | undefined;
+  await gatewayRun(baseURL, path.join(options.dir, 'warm-gw'), concurrency, 200, 'warm', (s) => { shape = s; });
+  if (!shape) throw new Error('no request shape');
+  const floorShape = shape;
+  const floors: number[] = [];
+  const gateways: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    for (const side of r % 2 ? ['gateway', 'floor'] : ['floor', 'gateway']) {
+      const dir = path.join(options.dir, `${side}-${r}`);
+      const run = side === 'floor'
+        ? await floorRun(baseURL, dir, concurrency, messages, `sf${r}`, floorShape, thinkMs)
+        : await gatewayRun(baseURL, dir, concurrency, messages, `sg${r}`, undefined, thisCheckout, thinkMs);
+      (side === 'floor' ? floors : gateways).push(run.cpuUs);
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+  return {
+    concurrency, thinkMs, messages, rounds, floorCpuUs: round(median(floors), 0), gatewayCpuUs: round(median(gateways), 0),
+    cpuRatio: round(median(floors.map((f, i) => f / (gateways[i] as number))), 3),
+  };
 }

@@ -9,7 +9,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startFakeLlmProcess } from './child.ts';
-import { runE2eBench } from './e2e-bench.ts';
+import { runE2eBench, runSpreadBench } from './e2e-bench.ts';
 import { runMemoryBench } from './memory-bench.ts';
 import { runStartupBench } from './startup-bench.ts';
 import { runLedgerBench } from './ledger-bench.ts';
@@ -57,6 +57,12 @@ async function main(): Promise<void> {
           'floor req B': l.floor.requestBytes, 'gw req B': l.gateway.requestBytes,
           'floor CPU µs': l.floor.cpuUsPerMessage, 'gw CPU µs': l.gateway.cpuUsPerMessage, 'floor/gw CPU': l.cpuRatio, 'load avg': l.loadAverage.join(' → '),
         })));
+        const spread = await runSpreadBench({ baseURL: llm.baseURL, dir: path.join(work, 'spread'), concurrency: 16, thinkMs: 20, messages: quick ? 600 : 2000, rounds: quick ? 3 : 5 });
+        results.spread = spread;
+        table('1a. Spread arrivals: 16 sessions, a pause of 0–40 ms before each message (turns not in step); CPU per message', [{
+          sessions: spread.concurrency, 'mean pause ms': spread.thinkMs, messages: spread.messages, rounds: spread.rounds,
+          'floor CPU µs': spread.floorCpuUs, 'gw CPU µs': spread.gatewayCpuUs, 'floor/gw CPU': spread.cpuRatio,
+        }]);
       } finally {
         await llm.stop();
       }
