@@ -17,6 +17,7 @@ import { batchLimitText, interruptedResult, isBackgroundKind, isShutdown, runBud
 import { scopedEvent, type TurnEvents, type TurnScope } from './turn-events.ts';
 import { userContent } from './user-content.ts';
 import type { TurnInput } from './runtime.ts';
+import { formatCount } from '../core/plural.ts';
 
 /** What a batch needs of the runtime. */
 export interface BatchDeps {
@@ -292,7 +293,7 @@ function ongoingGoal(previous: RunCheckpoint | undefined, entry: SessionEntry, b
 
 /** The result of a call the goal's tool-call budget left unrun. */
 function toolBudgetResult(max: number): string {
-  return `Error: not run: the goal reached its tool-call budget (${max.toLocaleString('en-US')} calls, backgroundExecution.maxToolCalls).`;
+  return `Error: not run: the goal reached its tool-call budget (${formatCount(max)} calls, backgroundExecution.maxToolCalls).`;
 }
 
 /**

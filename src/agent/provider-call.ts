@@ -9,6 +9,7 @@ import type { ActiveSession } from '../sessions/manager.ts';
 import type { BuiltContext } from './context/context.ts';
 import { countTokens } from './context/tokens.ts';
 import { addUsage, scopedEvent, zeroUsage, type LlmCallEvent, type LlmCallKind, type TurnEvents, type TurnScope } from './turn-events.ts';
+import { formatCount } from '../core/plural.ts';
 
 /** What an accounted call needs. */
 export interface ProviderCallerDeps {
@@ -131,8 +132,7 @@ export class ProviderCaller {
     const { input } = request;
     this.deps.events.emit('onRefusal', { reason: 'session_budget', correlationId: input.correlationId, channel: input.message.channel, sessionKey: entry.key, at: this.deps.clock.now() });
     logger.info({ used, budget, prompt }, 'LLM call refused: it would pass the session token budget');
-    const n = (v: number) => v.toLocaleString('en-US');
     const key = request.budgetKey ?? 'session.tokenBudget';
-    throw new BudgetExceededError('session_budget', `This conversation has used ${n(used)} of its ${n(budget)}-token budget, and the next request alone needs about ${n(prompt)} more, so I did not send it. Start a new session with /new, or ask the owner to raise the budget (${key}).`);
+    throw new BudgetExceededError('session_budget', `This conversation has used ${formatCount(used)} of its ${formatCount(budget)}-token budget, and the next request alone needs about ${formatCount(prompt)} more, so I did not send it. Start a new session with /new, or ask the owner to raise the budget (${key}).`);
   }
 }

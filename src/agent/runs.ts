@@ -1,6 +1,6 @@
 import type { RunCheckpoint, SessionEntry } from '../sessions/entry.ts';
 import type { InboundMessage, InternalKind } from '../core/message.ts';
-import { plural } from '../core/plural.ts';
+import { formatCount, plural } from '../core/plural.ts';
 
 /** Internal kinds that are batches of a background goal run. */
 export function isBackgroundKind(kind: InternalKind | undefined): kind is 'background_auto_continue' | 'background_auto_resume' {
@@ -61,7 +61,7 @@ export function runBudgetReached(
   limits: { tokenBudget: number; maxWallClockMinutes: number; maxToolCalls: number },
   now: number,
 ): { which: 'tokens' | 'wall-clock' | 'tool calls'; text: string } | undefined {
-  const n = (v: number) => Math.round(v).toLocaleString('en-US');
+  const n = (v: number) => formatCount(Math.round(v));
   const tail = 'Say "continue" to go on with a fresh budget, or /goal off to drop the goal.';
   if (limits.maxToolCalls > 0 && (checkpoint.toolCalls ?? 0) >= limits.maxToolCalls) {
     return { which: 'tool calls', text: `I stopped working on the goal: it reached its tool-call budget (${n(checkpoint.toolCalls ?? 0)} of ${n(limits.maxToolCalls)} calls, backgroundExecution.maxToolCalls). ${tail}` };

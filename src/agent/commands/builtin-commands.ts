@@ -1,12 +1,11 @@
 import { isValidTimeZone, TOOL_PRESETS } from '../../config/schema.ts';
-import { plural } from '../../core/plural.ts';
+import { formatCount, plural } from '../../core/plural.ts';
 import { targetOf } from '../../core/message.ts';
 import { totalTokens, type SessionEntry } from '../../sessions/entry.ts';
 import type { ChatCommand, CommandRegistry } from './commands.ts';
 import { hostZone } from './reset-text.ts';
 import { pauseGoalRun } from '../runs.ts';
 
-const n = (value: number) => value.toLocaleString('en-US');
 
 /** What `/status` asks of the context engine: whether the session's token budget is below its fixed prompt cost. */
 export interface BudgetCheck {
@@ -32,9 +31,9 @@ export function registerBuiltinCommands(registry: CommandRegistry, budgets?: Bud
           `• session id: ${e.sessionId}`,
           `• agent: ${e.agentId}`,
           `• model: ${model} (provider ${providerId})`,
-          `• context: ${n(e.contextTokens)} / ${n(contextWindow)} tokens (${pct}%)`,
+          `• context: ${formatCount(e.contextTokens)} / ${formatCount(contextWindow)} tokens (${pct}%)`,
           `• compactions: ${e.compactionCount}`,
-          `• tokens: input ${n(e.tokens.input)} · output ${n(e.tokens.output)} · cache read ${n(e.tokens.cacheRead)} · cache write ${n(e.tokens.cacheWrite)} · total ${n(totalTokens(e.tokens))}`,
+          `• tokens: input ${formatCount(e.tokens.input)} · output ${formatCount(e.tokens.output)} · cache read ${formatCount(e.tokens.cacheRead)} · cache write ${formatCount(e.tokens.cacheWrite)} · total ${formatCount(totalTokens(e.tokens))}`,
           `• messages: ${e.messageCount} since ${new Date(e.sessionStartedAt).toISOString().slice(0, 16).replace('T', ' ')} UTC`,
           `• reset: ${services.describeReset(e)}`,
           `• turn: ${running ? 'running' : 'idle'}${queued ? `, ${queued} queued` : ''}`,
@@ -52,11 +51,11 @@ export function registerBuiltinCommands(registry: CommandRegistry, budgets?: Bud
         const t = session.entry.tokens;
         return [
           `**Usage** · ${session.entry.key}`,
-          `• input: ${n(t.input)}`,
-          `• output: ${n(t.output)}`,
-          `• cache read: ${n(t.cacheRead)}`,
-          `• cache write: ${n(t.cacheWrite)}`,
-          `• total: ${n(totalTokens(t))}`,
+          `• input: ${formatCount(t.input)}`,
+          `• output: ${formatCount(t.output)}`,
+          `• cache read: ${formatCount(t.cacheRead)}`,
+          `• cache write: ${formatCount(t.cacheWrite)}`,
+          `• total: ${formatCount(totalTokens(t))}`,
         ].join('\n');
       },
     },
@@ -172,11 +171,11 @@ function runLine(e: SessionEntry, maxBatches: number): string {
 function budgetLine(e: SessionEntry, budget: number): string[] {
   if (!budget) return [];
   const used = (e.sessionTokens?.input ?? 0) + (e.sessionTokens?.output ?? 0);
-  return [`• budget: ${n(used)} / ${n(budget)} tokens this session${used >= budget ? ' (reached: /new starts a fresh one)' : ''}`];
+  return [`• budget: ${formatCount(used)} / ${formatCount(budget)} tokens this session${used >= budget ? ' (reached: /new starts a fresh one)' : ''}`];
 }
 
 function toolsLine(t: { preset: string; names: string[]; tokens: number }): string {
-  return `preset ${t.preset} · ${t.names.length} tool${t.names.length === 1 ? '' : 's'} · ~${n(t.tokens)} schema tokens per request`;
+  return `preset ${t.preset} · ${t.names.length} tool${t.names.length === 1 ? '' : 's'} · ~${formatCount(t.tokens)} schema tokens per request`;
 }
 
 /**
@@ -211,10 +210,10 @@ export function registerGatewayCommands(registry: CommandRegistry, figures: Gate
       ...status,
       async run(context) {
         const [session, report] = await Promise.all([status.run(context), figures.status()]);
-        const stored = report.sessions.persisted === null ? '?' : n(report.sessions.persisted);
+        const stored = report.sessions.persisted === null ? '?' : formatCount(report.sessions.persisted);
         return [
           session,
-          `• gateway: v${report.version} · up ${formatUptime(report.uptimeSeconds)} · sessions ${n(report.sessions.active)} active / ${stored} stored · ${report.queue.running} running, ${report.queue.queued} queued`,
+          `• gateway: v${report.version} · up ${formatUptime(report.uptimeSeconds)} · sessions ${formatCount(report.sessions.active)} active / ${stored} stored · ${report.queue.running} running, ${report.queue.queued} queued`,
           ...report.providers.map((p) => `• provider ${p.id} (${p.model}): ${plural(p.requests, 'request')} · ${plural(p.retries, 'retry', 'retries')} · ${plural(p.errors, 'error')} · ${plural(p.totalTokens, 'token')}`),
           ...(report.mcp ?? []).map((m) => `• MCP server ${m.name}: ${m.state} · ${plural(m.tools, 'tool')}${m.error ? ` (${m.error})` : ''}`),
         ].join('\n');

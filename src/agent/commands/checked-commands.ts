@@ -1,7 +1,7 @@
 import type { TokenTotals } from '../../accounting/runtime-totals.ts';
 import type { Clock } from '../../core/clock.ts';
 import { didYouMean } from '../../core/did-you-mean.ts';
-import { plural } from '../../core/plural.ts';
+import { formatCount, plural } from '../../core/plural.ts';
 import type { ProviderRegistry } from '../../providers/registry.ts';
 import type { CommandRegistry } from './commands.ts';
 
@@ -18,8 +18,7 @@ export interface CheckedCommandSources {
   sessionTotals(sessionKey: string, sessionId: string): TokenTotals | Promise<TokenTotals>;
 }
 
-const n = (value: number) => value.toLocaleString('en-US');
-const breakdown = (t: TokenTotals) => `input ${n(t.inputTokens)} · output ${n(t.outputTokens)} · cache read ${n(t.cacheReadTokens)} · cache write ${n(t.cacheWriteTokens)} · total ${n(t.totalTokens)}`;
+const breakdown = (t: TokenTotals) => `input ${formatCount(t.inputTokens)} · output ${formatCount(t.outputTokens)} · cache read ${formatCount(t.cacheReadTokens)} · cache write ${formatCount(t.cacheWriteTokens)} · total ${formatCount(t.totalTokens)}`;
 
 /** Asks a provider for its models, cached; `undefined` with a reason when it cannot be asked. */
 function modelLister(sources: CheckedCommandSources) {

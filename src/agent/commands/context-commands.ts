@@ -1,5 +1,5 @@
 import { withoutRuntimeLine } from '../context/context.ts';
-import { plural } from '../../core/plural.ts';
+import { formatCount, plural } from '../../core/plural.ts';
 import { BudgetExceededError, isAbortError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { ActiveSession } from '../../sessions/manager.ts';
@@ -9,7 +9,6 @@ import { calibrationKey } from '../context/token-calibration.ts';
 import { countTokens, encodingFor } from '../context/tokens.ts';
 import { zeroUsage } from '../turn-events.ts';
 
-const n = (value: number) => value.toLocaleString('en-US');
 
 /** `/context [list|detail]` and `/compact [instructions]` (SPEC §6). */
 export function registerContextCommands(registry: CommandRegistry, engine: ContextEngine, logger: Logger): void {
@@ -48,8 +47,8 @@ export function registerContextCommands(registry: CommandRegistry, engine: Conte
 
 /** The one-line answer of `/compact` and `POST /admin/sessions/:key/compact`. */
 export function compactionAnswer(outcome: CompactionOutcome): string {
-  if (outcome.compacted) return `Compacted: ${n(outcome.tokensBefore)} → ${n(outcome.tokensAfter)} tokens`;
-  if (outcome.reason === 'nothing-to-compact') return `Nothing to compact: the whole history (${n(outcome.tokensBefore)} tokens in context) is within the recent part that is kept verbatim.`;
+  if (outcome.compacted) return `Compacted: ${formatCount(outcome.tokensBefore)} → ${formatCount(outcome.tokensAfter)} tokens`;
+  if (outcome.reason === 'nothing-to-compact') return `Nothing to compact: the whole history (${formatCount(outcome.tokensBefore)} tokens in context) is within the recent part that is kept verbatim.`;
   if (outcome.reason === 'disabled') return 'Compaction is disabled (agents.defaults.compaction.enabled).';
   return `Compaction failed: ${outcome.error ?? 'unknown error'}. The session is unchanged.`;
 }
@@ -65,7 +64,7 @@ export async function describeContext(engine: ContextEngine, session: ActiveSess
   const lines = [
     `**Context** · ${entry.key}`,
     `• model: ${a.model} (${encodingFor(a.model)}) · calibration ×${a.factor.toFixed(2)}${calibration ? ` from ${calibration.samples} call${calibration.samples === 1 ? '' : 's'}` : ' (no reported usage yet)'}`,
-    `• used: ${n(entry.contextTokens)} / ${n(a.contextWindow)} tokens (${pct(entry.contextTokens)}%) at the last request · next request ≈ ${n(a.estimate)} (${pct(a.estimate)}%) · compaction above ${n(a.threshold)}`,
+    `• used: ${formatCount(entry.contextTokens)} / ${formatCount(a.contextWindow)} tokens (${pct(entry.contextTokens)}%) at the last request · next request ≈ ${formatCount(a.estimate)} (${pct(a.estimate)}%) · compaction above ${formatCount(a.threshold)}`,
     `• compactions: ${entry.compactionCount}${a.context.summary ? ' · history starts with a summary' : ''} · messages in context: ${a.context.kept.length}`,
   ];
   if (a.pruned.trimmed || a.pruned.cleared) lines.push(`• pruning: ${a.pruned.trimmed} old tool result${a.pruned.trimmed === 1 ? '' : 's'} trimmed, ${a.pruned.cleared} cleared (request only)`);
@@ -76,11 +75,11 @@ export async function describeContext(engine: ContextEngine, session: ActiveSess
       continue;
     }
     const tokens = countTokens(f.content, a.model);
-    const chars = f.status === 'truncated' ? `${n(f.rawChars)} raw → ${n(f.injectedChars)} injected chars${f.cutBy === 'total' ? ' (total budget)' : ''}` : `${n(f.rawChars)} chars`;
+    const chars = f.status === 'truncated' ? `${formatCount(f.rawChars)} raw → ${formatCount(f.injectedChars)} injected chars${f.cutBy === 'total' ? ' (total budget)' : ''}` : `${formatCount(f.rawChars)} chars`;
     lines.push(`• ${f.name}: ${f.status === 'ok' ? 'OK' : 'TRUNCATED'} · ${chars} · ${plural(tokens, 'token')}`);
   }
   lines.push('**Tokens by component** (next request, our count)');
-  lines.push(`• system ${n(c.system)} · bootstrap ${n(c.bootstrap)} · tools ${n(c.tools)} · history ${n(c.history)} · tool results ${n(c.toolResults)} · user input ${n(c.userInput)} · total ${n(a.context.tokens)}`);
+  lines.push(`• system ${formatCount(c.system)} · bootstrap ${formatCount(c.bootstrap)} · tools ${formatCount(c.tools)} · history ${formatCount(c.history)} · tool results ${formatCount(c.toolResults)} · user input ${formatCount(c.userInput)} · total ${formatCount(a.context.tokens)}`);
   if (!detail) return lines.join('\n');
 
   lines.push('**Largest messages**');

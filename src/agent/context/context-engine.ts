@@ -20,6 +20,7 @@ import { calibrationKey, isPlausible, PromptPrediction, TokenCalibration } from 
 import { chatMessageTokens, countRequestTokens, countTokens } from './tokens.ts';
 import type { InputComponents, LlmCallKind } from '../turn-events.ts';
 import type { ProviderCallRequest } from '../provider-call.ts';
+import { formatCount } from '../../core/plural.ts';
 
 /** Compaction-and-retry rounds after a provider context-overflow error, before the user is told. */
 export const MAX_OVERFLOW_RETRIES = 3;
@@ -183,8 +184,7 @@ export class ContextEngine {
     if (!budget) return undefined;
     const fixed = await this.fixedPromptTokens(entry);
     if (fixed <= budget) return undefined;
-    const n = (v: number) => v.toLocaleString('en-US');
-    return `${this.budgetKeyOf(entry)} (${n(budget)}) is below what every request of agent ${entry.agentId} costs before any message (about ${n(fixed)} tokens: system prompt, bootstrap files and tool schemas), so every first message is refused: raise it, or choose a smaller tools preset.`;
+    return `${this.budgetKeyOf(entry)} (${formatCount(budget)}) is below what every request of agent ${entry.agentId} costs before any message (about ${formatCount(fixed)} tokens: system prompt, bootstrap files and tool schemas), so every first message is refused: raise it, or choose a smaller tools preset.`;
   }
 
   /** {@link budgetBelowFixedCost} for a new direct session of each agent (logged at start). */
