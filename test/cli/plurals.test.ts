@@ -1,10 +1,9 @@
-import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { TurnEndEvent } from '../../src/agent/turn-events.ts';
 import { turnLogObserver } from '../../src/accounting/turn-log.ts';
 import { formatCounts } from '../../src/cli/migrate-command.ts';
 import { emptyCounts } from '../../src/cluster/state-import.ts';
-import { createLogger } from '../../src/core/logger.ts';
+import { capturingLogger } from '../helpers/log-capture.ts';
 
 describe('counts read as English', () => {
   it('migrate: one of each is singular, several are plural', () => {
@@ -22,10 +21,8 @@ describe('counts read as English', () => {
   });
 
   it('the turn log line says "1 token", "2 tokens"', () => {
-    const out = new PassThrough();
-    const lines: { msg: string }[] = [];
-    out.on('data', (chunk: Buffer) => { for (const l of chunk.toString().trim().split('\n')) lines.push(JSON.parse(l)); });
-    const observer = turnLogObserver(createLogger({ level: 'info', destination: out }));
+    const { logger, lines } = capturingLogger('info');
+    const observer = turnLogObserver(logger);
     const event = (output: number) => ({
       correlationId: 'c', channel: 'webchat', sessionKey: 'agent:main:main', sessionId: 's', durationMs: 5, outcome: 'replied',
       usage: { inputTokens: 0, outputTokens: output, cacheReadTokens: 0, cacheWriteTokens: 0 },

@@ -1,15 +1,15 @@
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChannelStatus } from '../../src/core/channel-adapter.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import { ChannelError, StoreError } from '../../src/core/errors.ts';
-import { createLogger, silentLogger } from '../../src/core/logger.ts';
+import { silentLogger } from '../../src/core/logger.ts';
 import { ChannelSupervisor } from '../../src/gateway/channel-supervisor.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
 import { startSwitchableProxy, type SwitchableProxy } from '../fakes/switchable-proxy.ts';
 import { tempDir, testConfig } from '../helpers/gateway.ts';
 import { ManualTimers } from '../helpers/manual-timers.ts';
+import { capturingLogger } from '../helpers/log-capture.ts';
 
 /** An adapter whose start fails with the scripted errors, in order, then succeeds. */
 function scriptedAdapter(failures: unknown[]) {
@@ -31,13 +31,6 @@ function scriptedAdapter(failures: unknown[]) {
   return adapter;
 }
 
-function capture() {
-  const out = new PassThrough();
-  const lines: { level: number; msg: string; retryInMs?: number }[] = [];
-  out.on('data', (chunk: Buffer) => { for (const l of chunk.toString().trim().split('\n')) lines.push(JSON.parse(l)); });
-  return { logger: createLogger({ level: 'debug', destination: out }), lines };
-}
-
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 const unreachable = () => new ChannelError('TELEGRAM_UNREACHABLE', 'Could not reach the Telegram Bot API (ECONNREFUSED)');
 
@@ -45,7 +38,7 @@ describe('ChannelSupervisor', () => {
   it('retries a failing start with capped exponential backoff and says it once, then connects', async () => {
     const timers = new ManualTimers();
     const adapter = scriptedAdapter([unreachable(), unreachable(), unreachable()]);
-    const { logger, lines } = capture();
+    const { logger, lines } = capturingLogger();
     const supervisor = new ChannelSupervisor({ adapters: [adapter], sink: async () => { throw new Error('unused'); }, logger, clock: new ManualClock(0), timers, random: () => 0.5, backoff: { baseMs: 1000, maxMs: 3000 }, watchMs: 60_000 });
     supervisor.start();
     await supervisor.firstAttempts();
@@ -92,7 +85,7 @@ describe('ChannelSupervisor', () => {
   it('gives up at once on a refused token, with one line', async () => {
     const timers = new ManualTimers();
     const adapter = scriptedAdapter([new ChannelError('TELEGRAM_TOKEN_REJECTED', 'Telegram rejected TELEGRAM_BOT_TOKEN (401): create a bot with @BotFather')]);
-    const { logger, lines } = capture();
+    const { logger, lines } = capturingLogger();
     const supervisor = new ChannelSupervisor({ adapters: [adapter], sink: async () => { throw new Error('unused'); }, logger, clock: new ManualClock(0), timers, watchMs: 5000 });
     supervisor.start();
     await supervisor.firstAttempts();
@@ -107,7 +100,7 @@ describe('ChannelSupervisor', () => {
   it('gives up on a channel that fails after it connected because its token was revoked (the adapter\'s code is kept)', async () => {
     const timers = new ManualTimers();
     const adapter = Object.assign(scriptedAdapter([]), { lastFailure: undefined as Error | undefined });
-    const { logger, lines } = capture();
+    const { logger, lines } = capturingLogger();
     const supervisor = new ChannelSupervisor({ adapters: [adapter], sink: async () => { throw new Error('unused'); }, logger, clock: new ManualClock(0), timers, random: () => 0.5, watchMs: 5000 });
     supervisor.start();
     await supervisor.firstAttempts();

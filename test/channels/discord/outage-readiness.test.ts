@@ -1,11 +1,10 @@
-import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../../src/core/logger.ts';
 import { startGateway } from '../../../src/main.ts';
 import { startFakeDiscord } from '../../fakes/fake-discord.ts';
 import { tempDir, testConfig } from '../../helpers/gateway.ts';
 import { ManualTimers } from '../../helpers/manual-timers.ts';
 import { alice, ids, startDiscordWorld, type DiscordWorld } from './setup.ts';
+import { capturingLogger } from '../../helpers/log-capture.ts';
 
 type Ready = { status: number; body: { ready: boolean; failing?: { name: string; status?: string; state?: string; error: string }[] } };
 
@@ -46,12 +45,10 @@ describe('Discord: the gateway closes for good (4004, the token was reset mid-ru
   it('fails with DISCORD_TOKEN_REJECTED and the supervisor gives up without another attempt', { timeout: 20_000 }, async () => {
     const discord = await startFakeDiscord({ bot: { id: ids.bot, username: 'switchboard', bot: true } });
     const tmp = tempDir('switchboard-discord-');
-    const out = new PassThrough();
-    const lines: { level: number; msg: string }[] = [];
-    out.on('data', (chunk: Buffer) => { for (const l of chunk.toString().trim().split('\n')) lines.push(JSON.parse(l)); });
+    const { logger, lines } = capturingLogger();
     const timers = new ManualTimers();
     const config = testConfig(tmp.dir, { channels: { discord: { dmPolicy: 'open' } } }, { DISCORD_BOT_TOKEN: discord.token, DISCORD_API_BASE: discord.api });
-    const gw = await startGateway({ config, logger: createLogger({ level: 'debug', destination: out }), supervision: { timers, watchMs: 5000 } });
+    const gw = await startGateway({ config, logger, supervision: { timers, watchMs: 5000 } });
     try {
       await gw.supervisor.firstAttempts();
       const adapter = gw.adapters.find((a) => a.id === 'discord')!;

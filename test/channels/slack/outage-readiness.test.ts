@@ -1,18 +1,10 @@
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../../src/main.ts';
 import { dmEvent, eventCallback, startFakeSlack, type FakeSlack } from '../../fakes/fake-slack.ts';
 import { tempDir, testConfig } from '../../helpers/gateway.ts';
 import { ManualTimers } from '../../helpers/manual-timers.ts';
 import { APP_TOKEN, BOT_TOKEN } from './helpers.ts';
-
-function capture() {
-  const out = new PassThrough();
-  const lines: { level: number; msg: string }[] = [];
-  out.on('data', (chunk: Buffer) => { for (const l of chunk.toString().trim().split('\n')) lines.push(JSON.parse(l)); });
-  return { logger: createLogger({ level: 'debug', destination: out }), lines };
-}
+import { capturingLogger } from '../../helpers/log-capture.ts';
 
 type Ready = { status: number; body: { ready: boolean; failing?: { name: string; status?: string; state?: string; error: string }[] } };
 
@@ -32,7 +24,7 @@ describe('Slack Socket Mode: the connection drops after the channel connected', 
   });
 
   const start = async (timers: ManualTimers) => {
-    const { logger, lines } = capture();
+    const { logger, lines } = capturingLogger();
     const config = testConfig(tmp.dir, { session: { dmScope: 'per-peer' }, channels: { slack: { dmPolicy: 'open' } } }, { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_APP_TOKEN: APP_TOKEN, SLACK_API_URL: slack.apiUrl });
     gw = await startGateway({ config, logger, supervision: { timers, watchMs: 5000 } });
     await gw.supervisor.firstAttempts();
@@ -72,7 +64,7 @@ describe('Slack Socket Mode: the connection drops after the channel connected', 
     const timers = new ManualTimers();
     slack.down = true;
     const config = testConfig(tmp.dir, { session: { dmScope: 'per-peer' }, channels: { slack: { dmPolicy: 'open' } } }, { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_APP_TOKEN: APP_TOKEN, SLACK_API_URL: slack.apiUrl });
-    gw = await startGateway({ config, logger: capture().logger, supervision: { timers, random: () => 0.5, watchMs: 600_000 } });
+    gw = await startGateway({ config, logger: capturingLogger().logger, supervision: { timers, random: () => 0.5, watchMs: 600_000 } });
     await gw.supervisor.firstAttempts();
     expect((await readyz()).body.failing).toEqual([expect.objectContaining({ name: 'slack/default', state: 'retrying', error: expect.stringContaining('Socket Mode did not connect (HTTP 503)') })]);
     slack.down = false;

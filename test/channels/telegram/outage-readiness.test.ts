@@ -1,18 +1,10 @@
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../../src/main.ts';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram.ts';
 import { startSwitchableProxy, type SwitchableProxy } from '../../fakes/switchable-proxy.ts';
 import { tempDir, testConfig } from '../../helpers/gateway.ts';
 import { ManualTimers } from '../../helpers/manual-timers.ts';
-
-function capture() {
-  const out = new PassThrough();
-  const lines: { level: number; msg: string }[] = [];
-  out.on('data', (chunk: Buffer) => { for (const l of chunk.toString().trim().split('\n')) lines.push(JSON.parse(l)); });
-  return { logger: createLogger({ level: 'debug', destination: out }), lines };
-}
+import { capturingLogger } from '../../helpers/log-capture.ts';
 
 type Ready = { status: number; body: { ready: boolean; failing?: { name: string; status?: string; state?: string; error: string }[] } };
 
@@ -40,7 +32,7 @@ describe('Telegram: an outage after the channel connected', () => {
   };
 
   it('is not ready while getUpdates fails (one warning), and ready again once Telegram answers', { timeout: 20_000 }, async () => {
-    const { logger, lines } = capture();
+    const { logger, lines } = capturingLogger();
     const timers = new ManualTimers();
     const config = testConfig(tmp.dir, { session: { dmScope: 'per-peer' }, channels: { telegram: { dmPolicy: 'open' } } }, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
     gw = await startGateway({ config, logger, supervision: { timers, watchMs: 5000 } });
@@ -71,7 +63,7 @@ describe('Telegram: an outage after the channel connected', () => {
   });
 
   it('is not ready while getUpdates answers 5xx, and ready again on the retry that succeeds', { timeout: 20_000 }, async () => {
-    const { logger, lines } = capture();
+    const { logger, lines } = capturingLogger();
     const config = testConfig(tmp.dir, {}, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
     gw = await startGateway({ config, logger, supervision: { timers: new ManualTimers(), watchMs: 5000 } });
     await gw.supervisor.firstAttempts();
@@ -90,7 +82,7 @@ describe('Telegram: an outage after the channel connected', () => {
   });
 
   it('gives up with one error line when getUpdates answers 401 (token revoked mid-run)', { timeout: 20_000 }, async () => {
-    const { logger, lines } = capture();
+    const { logger, lines } = capturingLogger();
     const timers = new ManualTimers();
     const config = testConfig(tmp.dir, {}, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
     gw = await startGateway({ config, logger, supervision: { timers, watchMs: 5000 } });
@@ -114,7 +106,7 @@ describe('Telegram: an outage after the channel connected', () => {
   });
 
   it('gives up when getUpdates answers 404 (grammy would retry it forever)', { timeout: 20_000 }, async () => {
-    const { logger, lines } = capture();
+    const { logger, lines } = capturingLogger();
     const timers = new ManualTimers();
     const config = testConfig(tmp.dir, {}, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
     gw = await startGateway({ config, logger, supervision: { timers, watchMs: 5000 } });
