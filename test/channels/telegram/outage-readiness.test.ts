@@ -26,18 +26,25 @@ describe('Telegram: an outage after the channel connected', () => {
     tmp.remove();
   });
 
+  /** Starts the gateway with a captured log and manual supervision timers, once Telegram has been polled. */
+  const startPolling = async (overrides: Record<string, unknown> = {}) => {
+    const { logger, lines } = capturingLogger();
+    const timers = new ManualTimers();
+    const config = testConfig(tmp.dir, overrides, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
+    const running = await startGateway({ config, logger, supervision: { timers, watchMs: 5000 } });
+    gw = running;
+    await running.supervisor.firstAttempts();
+    await telegram.waitFor('getUpdates');
+    return { lines, timers, running };
+  };
+
   const readyz = async (): Promise<Ready> => {
     const response = await fetch(`${gw!.url}/readyz`);
     return { status: response.status, body: await response.json() as Ready['body'] };
   };
 
   it('is not ready while getUpdates fails (one warning), and ready again once Telegram answers', { timeout: 20_000 }, async () => {
-    const { logger, lines } = capturingLogger();
-    const timers = new ManualTimers();
-    const config = testConfig(tmp.dir, { session: { dmScope: 'per-peer' }, channels: { telegram: { dmPolicy: 'open' } } }, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
-    gw = await startGateway({ config, logger, supervision: { timers, watchMs: 5000 } });
-    await gw.supervisor.firstAttempts();
-    await telegram.waitFor('getUpdates');
+    const { lines, running: gw } = await startPolling({ session: { dmScope: 'per-peer' }, channels: { telegram: { dmPolicy: 'open' } } });
     expect(await readyz()).toEqual({ status: 200, body: { ready: true } });
 
     proxy.up = false;
@@ -63,11 +70,7 @@ describe('Telegram: an outage after the channel connected', () => {
   });
 
   it('is not ready while getUpdates answers 5xx, and ready again on the retry that succeeds', { timeout: 20_000 }, async () => {
-    const { logger, lines } = capturingLogger();
-    const config = testConfig(tmp.dir, {}, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
-    gw = await startGateway({ config, logger, supervision: { timers: new ManualTimers(), watchMs: 5000 } });
-    await gw.supervisor.firstAttempts();
-    await telegram.waitFor('getUpdates');
+    const { lines } = await startPolling();
     telegram.failNext('getUpdates', { error_code: 502, description: 'Bad Gateway' });
     await expect.poll(async () => (await readyz()).status, { timeout: 5000 }).toBe(503);
     expect((await readyz()).body.failing).toEqual([expect.objectContaining({
@@ -82,17 +85,12 @@ describe('Telegram: an outage after the channel connected', () => {
   });
 
   it('gives up with one error line when getUpdates answers 401 (token revoked mid-run)', { timeout: 20_000 }, async () => {
-    const { logger, lines } = capturingLogger();
-    const timers = new ManualTimers();
-    const config = testConfig(tmp.dir, {}, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
-    gw = await startGateway({ config, logger, supervision: { timers, watchMs: 5000 } });
-    await gw.supervisor.firstAttempts();
-    await telegram.waitFor('getUpdates');
+    const { lines, timers, running: gw } = await startPolling();
     telegram.failNext('getUpdates', { error_code: 401, description: 'Unauthorized' });
     await telegram.waitFor('getUpdates', (c) => c.response.error_code === 401);
-    await expect.poll(() => gw!.adapters.find((a) => a.id === 'telegram')?.status).toBe('failed');
+    await expect.poll(() => gw.adapters.find((a) => a.id === 'telegram')?.status).toBe('failed');
     timers.advance(5000);
-    await expect.poll(() => gw!.supervisor.health()[1]?.state).toBe('gave-up');
+    await expect.poll(() => gw.supervisor.health()[1]?.state).toBe('gave-up');
     for (let i = 0; i < 5; i++) timers.advance(600_000);
     await new Promise((resolve) => setImmediate(resolve));
     expect(telegram.callsOf('getMe')).toHaveLength(1);
@@ -106,16 +104,11 @@ describe('Telegram: an outage after the channel connected', () => {
   });
 
   it('gives up when getUpdates answers 404 (grammy would retry it forever)', { timeout: 20_000 }, async () => {
-    const { logger, lines } = capturingLogger();
-    const timers = new ManualTimers();
-    const config = testConfig(tmp.dir, {}, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
-    gw = await startGateway({ config, logger, supervision: { timers, watchMs: 5000 } });
-    await gw.supervisor.firstAttempts();
-    await telegram.waitFor('getUpdates');
+    const { lines, timers, running: gw } = await startPolling();
     telegram.failNext('getUpdates', { error_code: 404, description: 'Not Found' });
-    await expect.poll(() => gw!.adapters.find((a) => a.id === 'telegram')?.status).toBe('failed');
+    await expect.poll(() => gw.adapters.find((a) => a.id === 'telegram')?.status).toBe('failed');
     timers.advance(5000);
-    await expect.poll(() => gw!.supervisor.health()[1]?.state).toBe('gave-up');
+    await expect.poll(() => gw.supervisor.health()[1]?.state).toBe('gave-up');
     const polls = telegram.callsOf('getUpdates').length;
     for (let i = 0; i < 5; i++) timers.advance(600_000);
     await new Promise((resolve) => setImmediate(resolve));
