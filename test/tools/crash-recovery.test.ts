@@ -108,9 +108,11 @@ describe('background runs across SIGKILL', () => {
     expect(most).toBe(2);
     // Staggered: the resumes are queued RESUME_STAGGER_MS (250 ms) apart, so the first two (with two permits free)
     // do not start together (turn start = the log line's time less its duration).
-    const starts = second.lines.flatMap((l) => { try { return [JSON.parse(l) as { channel?: string; msg?: string; time: string; durationMs?: number }]; } catch { return []; } })
-      .filter((l) => l.channel === 'internal' && l.msg?.startsWith('turn replied'))
-      .map((l) => Date.parse(l.time) - l.durationMs!).sort((x, y) => x - y);
+    const turnLines = () => second.lines.flatMap((l) => { try { return [JSON.parse(l) as { channel?: string; msg?: string; time: string; durationMs?: number }]; } catch { return []; } })
+      .filter((l) => l.channel === 'internal' && l.msg?.startsWith('turn replied'));
+    // A run's entry is saved before its turn's log line is written, and the line reaches us through a pipe later.
+    await until(() => turnLines().length >= 5 || undefined, 'the five turn log lines');
+    const starts = turnLines().map((l) => Date.parse(l.time) - l.durationMs!).sort((x, y) => x - y);
     expect(starts).toHaveLength(5);
     expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(200);
     expect(await (await fetch(`${url}/admin/runs`)).json()).toEqual({ runs: [] });
