@@ -40,12 +40,12 @@ import { mountOpenAIRoutes } from './http/openai-routes.ts';
 import { mountReadyRoute, readiness, type ReadinessSources } from './http/ready-route.ts';
 import { mountStatusRoutes } from './http/status-routes.ts';
 import { createProviders } from './providers/registry.ts';
-import { PairingStore } from './routing/pairing.ts';
 import { dmScopeWarning } from './routing/dm-scope-warning.ts';
 import { pairingAdmin } from './routing/pairing-admin.ts';
 import { SessionManager } from './sessions/manager.ts';
 import { expiresAt } from './sessions/reset.ts';
-import { KeyvSessionStore } from './sessions/store.ts';
+import type { KeyvSessionStore } from './sessions/store.ts';
+import { openPairingStore, openSessionStore } from './stores.ts';
 import { AgentTranscriptStores } from './sessions/agent-transcripts.ts';
 import { isClusterStore } from './cluster/pg-database.ts';
 import { openClusterMode, type ClusterMode } from './cluster/cluster-mode.ts';
@@ -169,7 +169,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     ? await openClusterMode(config, logger, { onLockLost: (key) => gateway.lanes.stop(key, 'lock lost'), onClaim: (key) => sessions.forget(key) })
     : undefined;
   if (cluster) opened.push(() => cluster.close());
-  const store = await KeyvSessionStore.open(config.store, { pool: cluster?.pool });
+  const store = await openSessionStore(config.store, { pool: cluster?.pool });
   opened.push(() => store.close());
   const transcripts: Transcripts = cluster
     ? new PgTranscriptStore({ pool: cluster.pool, logger })
@@ -194,7 +194,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   const inbox = cluster ? undefined : new Inbox({ file: path.join(config.stateDir, 'inbox.jsonl'), clock, logger });
   opened.push(() => inbox?.close());
   const pending = inbox?.open() ?? [];
-  const pairing = new PairingStore({ uri: config.store, clock, pool: cluster?.pool });
+  const pairing = openPairingStore(config.store, { clock, pool: cluster?.pool });
   opened.push(() => pairing.close());
   gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, ...(cluster ? {
     queue: cluster.queue, onStop: (key: string) => cluster.broadcastStop(key),

@@ -2,7 +2,8 @@ import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { planRekey } from '../gateway/rekey.ts';
 import { allSessions } from '../sessions/scan.ts';
-import { KeyvSessionStore } from '../sessions/store.ts';
+import type { KeyvSessionStore } from '../sessions/store.ts';
+import { openSessionStore } from '../stores.ts';
 import { createServer } from 'node:net';
 import type { ResolvedConfig } from '../config/resolved.ts';
 import { readStateOwner, StateLock } from '../core/state-lock.ts';
@@ -152,7 +153,7 @@ async function checkRekey(config: ResolvedConfig): Promise<Check> {
       entries = gatewaySessions(target.client);
     } else {
       lock = await StateLock.acquire(config.stateDir, { role: 'cli', command: 'switchboard doctor' });
-      store = await KeyvSessionStore.open(config.store);
+      store = await openSessionStore(config.store);
       entries = allSessions(store);
     }
     const moves = await planRekey(entries, config);

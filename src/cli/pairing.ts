@@ -2,7 +2,7 @@ import type { ResolvedConfig } from '../config/resolved.ts';
 import { systemClock } from '../core/clock.ts';
 import { StateLock } from '../core/state-lock.ts';
 import { pairingAdmin, type PairingAdmin } from '../routing/pairing-admin.ts';
-import { PairingStore } from '../routing/pairing.ts';
+import { openPairingStore } from '../stores.ts';
 import { findCommandTarget } from './gateway-client.ts';
 
 /**
@@ -20,7 +20,7 @@ export async function withPairingAdmin<T>(config: ResolvedConfig, command: strin
     });
   }
   const lock = await StateLock.acquire(config.stateDir, { role: 'cli', command });
-  const store = new PairingStore({ uri: config.store, clock: systemClock });
+  const store = openPairingStore(config.store, { clock: systemClock });
   try {
     return await fn(pairingAdmin(store, config));
   } finally {

@@ -1,7 +1,7 @@
 import type { ResolvedConfig } from '../config/resolved.ts';
 import { StateLock } from '../core/state-lock.ts';
 import { totalTokens, type SessionEntry } from '../sessions/entry.ts';
-import { KeyvSessionStore } from '../sessions/store.ts';
+import { openSessionStore } from '../stores.ts';
 import { plural } from '../core/plural.ts';
 import { findCommandTarget, gatewaySessions } from './gateway-client.ts';
 
@@ -36,7 +36,7 @@ async function listSessions(config: ResolvedConfig, options: SessionsOptions): P
     return out;
   }
   const lock = await StateLock.acquire(config.stateDir, { role: 'cli', command: 'switchboard sessions' });
-  const store = await KeyvSessionStore.open(config.store);
+  const store = await openSessionStore(config.store);
   try {
     let cursor: string | undefined;
     do {

@@ -1,17 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type pg from 'pg';
-import { SwitchboardError } from '../core/errors.ts';
-
-/**
- * This replica no longer owns the session: its lane connection was closed (killed, or ended by
- * `idle_session_timeout` after the process froze), so PostgreSQL released the session's lock and another
- * replica may run it. Nothing more of this turn may be written or sent.
- */
-export class LeaseLostError extends SwitchboardError {
-  constructor(key: string, cause?: unknown) {
-    super('LEASE_LOST', `This replica lost the lock of session ${key} (its database connection ended); another replica takes the session over.`, { cause });
-  }
-}
+import { LeaseLostError } from '../core/errors.ts';
 
 /** The lock a turn runs under: writes of its session go through `client`, so they fail once the lock is gone. */
 export interface Fence {

@@ -1,18 +1,25 @@
 import { defaultDeserialize, defaultSerialize } from '@keyv/serialize';
-import type pg from 'pg';
-import type { PairingOutcome, PairingRequest } from '../routing/pairing.ts';
+import pg from 'pg';
+import type { ExclusivePairingRequest, PairingOutcome, PairingRequest, SharedPairingState } from '../routing/pairing.ts';
+import { PgKeyvAdapter } from './pg-keyv-adapter.ts';
 
-/** What {@link requestPairingExclusive} needs to know of the request. */
-export interface ExclusivePairingRequest {
-  /** The namespaced keyv key prefix of the channel's pending codes (`pairing:code:<channel>:`). */
-  prefix: string;
-  /** The advisory lock that serializes requests of one channel across replicas. */
-  lockName: string;
-  peerId: string;
-  now: number;
-  maxPending: number;
-  /** A new request with a fresh code (called only when one is created). */
-  create: () => PairingRequest;
+/** Options of {@link pgPairingState}. */
+export interface PgPairingOptions {
+  /** The cluster database's URI. */
+  uri: string;
+  /** The cluster's shared pool (else one of its own is opened, closed with the store). */
+  pool?: pg.Pool;
+}
+
+/** Pairing in cluster mode: the `pairing` keyv namespace in the cluster database, codes issued by {@link requestPairingExclusive}. */
+export function pgPairingState(options: PgPairingOptions): SharedPairingState {
+  const pool = options.pool ?? new pg.Pool({ connectionString: options.uri, max: 2 });
+  if (!options.pool) pool.on('error', () => undefined);
+  return {
+    adapter: new PgKeyvAdapter({ pool, uri: options.uri }),
+    requestExclusive: (request) => requestPairingExclusive(pool, request),
+    close: async () => { if (!options.pool) await pool.end(); },
+  };
 }
 
 /**

@@ -6,7 +6,8 @@ import { deliveryKey } from '../gateway/inbox.ts';
 import type { QueuedJob, SharedQueue, SeenOutcome } from '../gateway/shared-queue.ts';
 import { ClusterListener } from './cluster-listener.ts';
 import { jsonbText, storableString } from './jsonb.ts';
-import { currentFence, fencedClient, LeaseLostError, runFenced, type Fence } from './fence.ts';
+import { LeaseLostError } from '../core/errors.ts';
+import { currentFence, fencedClient, runFenced, type Fence } from './fence.ts';
 import type { SessionLocks } from './session-locks.ts';
 
 /** Counters of the work queue (exported in /metrics). */

@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { fencedClient, LeaseLostError } from './fence.ts';
+import { LeaseLostError } from '../core/errors.ts';
+import { fencedClient } from './fence.ts';
 
 /** What the cluster stores query: the shared pool, or one of its clients. */
 export type Queryable = Pick<pg.Pool, 'query'>;

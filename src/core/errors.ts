@@ -86,6 +86,17 @@ export class StateLockedError extends SwitchboardError {
   }
 }
 
+/**
+ * Cluster mode: this replica no longer owns the session: its lane connection was closed (killed, or ended by
+ * `idle_session_timeout` after the process froze), so PostgreSQL released the session's lock and another
+ * replica may run it. Nothing more of this turn may be written or sent. Stores pass it on unwrapped.
+ */
+export class LeaseLostError extends SwitchboardError {
+  constructor(key: string, cause?: unknown) {
+    super('LEASE_LOST', `This replica lost the lock of session ${key} (its database connection ended); another replica takes the session over.`, { cause });
+  }
+}
+
 /** The gateway is shutting down and takes no new work (HTTP 503). */
 export class ShuttingDownError extends SwitchboardError {
   constructor() {

@@ -1,14 +1,10 @@
 import { randomInt } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import Keyv from 'keyv';
+import Keyv, { type KeyvStoreAdapter } from 'keyv';
 import KeyvSqlite from '@keyv/sqlite';
-import pg from 'pg';
-import { isClusterStore } from '../cluster/pg-database.ts';
-import { PgKeyvAdapter } from '../cluster/pg-keyv-adapter.ts';
 import type { Clock } from '../core/clock.ts';
 import { NotFoundError, SwitchboardError } from '../core/errors.ts';
-import { requestPairingExclusive } from '../cluster/pg-pairing.ts';
 
 /** A pairing request waiting for `switchboard pairing approve`. */
 export interface PairingRequest {
@@ -38,43 +34,65 @@ const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 const CODE_TTL_MS = 3_600_000;
 const MAX_PENDING = 3;
 
+/** What {@link SharedPairingState.requestExclusive} needs to know of the request. */
+export interface ExclusivePairingRequest {
+  /** The namespaced keyv key prefix of the channel's pending codes (`pairing:code:<channel>:`). */
+  prefix: string;
+  /** The lock that serializes requests of one channel across processes. */
+  lockName: string;
+  peerId: string;
+  now: number;
+  maxPending: number;
+  /** A new request with a fresh code (called only when one is created). */
+  create: () => PairingRequest;
+}
+
+/**
+ * Pairing state that several processes issue codes in at once (cluster mode: the PostgreSQL one in
+ * `src/cluster/pg-pairing.ts`, built by `src/stores.ts` and passed in).
+ */
+export interface SharedPairingState {
+  /** The keyv storage adapter the `pairing` namespace lives in. */
+  readonly adapter: KeyvStoreAdapter;
+  /** Finds, refuses or creates a request in one step under a per-channel lock, so "at most 3 pending" holds across processes. */
+  requestExclusive(request: ExclusivePairingRequest): Promise<PairingOutcome>;
+  /** Closes what the shared state opened (a pool of its own). */
+  close(): Promise<void>;
+}
+
 /** Options of {@link PairingStore}. */
 export interface PairingStoreOptions {
-  /** The session store's URI: `sqlite://…`, `postgres://…` (cluster mode), anything else is memory. */
-  uri: string;
+  /** Local state: the session store's `sqlite://…` URI; anything else (or none) keeps it in memory. Unused with `shared`. */
+  uri?: string;
   clock: Clock;
-  /** With a `postgres://` URI: the cluster's shared pool (else the store opens a small one of its own). */
-  pool?: pg.Pool;
+  /** State shared with other processes (cluster mode) instead of the local one. */
+  shared?: SharedPairingState;
 }
 
 /**
  * DM pairing (SPEC §10), in the session store's SQLite file so that the CLI and the running gateway see
  * the same state: an unknown sender gets an 8-character code (valid 1 hour, at most 3 pending per
- * channel); `approve` turns it into a paired peer. In cluster mode the same keyv namespace lives in the
- * cluster database's `keyv` table, and a new code is issued under a per-channel transaction lock, so
- * "at most 3 pending" holds across replicas.
+ * channel); `approve` turns it into a paired peer. With {@link SharedPairingState} (cluster mode) the same
+ * keyv namespace lives in the shared store, and a new code is issued through its exclusive request.
  */
 export class PairingStore {
   private readonly keyv: Keyv;
   private readonly clock: Clock;
-  /** Cluster mode: the shared pool, and whether the store opened it (and closes it). */
-  private readonly postgres?: { pool: pg.Pool; own: boolean };
+  private readonly shared?: SharedPairingState;
 
   constructor(options: PairingStoreOptions) {
     this.clock = options.clock;
-    if (isClusterStore(options.uri)) {
-      const pool = options.pool ?? new pg.Pool({ connectionString: options.uri, max: 2 });
-      if (!options.pool) pool.on('error', () => undefined);
-      this.postgres = { pool, own: !options.pool };
-      this.keyv = new Keyv({ store: new PgKeyvAdapter({ pool, uri: options.uri }), namespace: 'pairing' });
+    if (options.shared) {
+      this.shared = options.shared;
+      this.keyv = new Keyv({ store: options.shared.adapter, namespace: 'pairing' });
       return;
     }
-    if (options.uri.startsWith('sqlite://') && !options.uri.endsWith(':memory:')) {
-      mkdirSync(path.dirname(path.resolve(options.uri.slice('sqlite://'.length))), { recursive: true });
+    const uri = options.uri ?? 'memory';
+    if (uri.startsWith('sqlite://') && !uri.endsWith(':memory:')) {
+      mkdirSync(path.dirname(path.resolve(uri.slice('sqlite://'.length))), { recursive: true });
     }
-    const store = options.uri.startsWith('sqlite://') ? new KeyvSqlite({ uri: options.uri, table: 'keyv', keySize: 1024, busyTimeout: 5000 }) : undefined;
+    const store = uri.startsWith('sqlite://') ? new KeyvSqlite({ uri, table: 'keyv', keySize: 1024, busyTimeout: 5000 }) : undefined;
     this.keyv = new Keyv({ store: store ?? new Map(), namespace: 'pairing' });
-    this.clock = options.clock;
   }
 
   async isPaired(channel: string, peerId: string): Promise<boolean> {
@@ -83,9 +101,9 @@ export class PairingStore {
 
   /** The code of a sender: an existing valid one, a new one, or `full` when 3 are pending. */
   async request(channel: string, accountId: string, peerId: string, name?: string): Promise<PairingOutcome> {
-    if (this.postgres) {
+    if (this.shared) {
       const now = this.clock.now();
-      return requestPairingExclusive(this.postgres.pool, {
+      return this.shared.requestExclusive({
         prefix: `${this.keyv.namespace}:code:${channel}:`, lockName: `switchboard:pairing:${channel}`, peerId, now, maxPending: MAX_PENDING,
         create: () => ({ channel, accountId, peerId, name, code: newCode(), createdAt: now, expiresAt: now + CODE_TTL_MS }),
       });
@@ -144,7 +162,7 @@ export class PairingStore {
 
   async close(): Promise<void> {
     await this.keyv.disconnect();
-    if (this.postgres?.own) await this.postgres.pool.end();
+    await this.shared?.close();
   }
 
   private async *iterate(): AsyncGenerator<[string, unknown]> {

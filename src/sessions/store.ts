@@ -1,12 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import Keyv from 'keyv';
+import Keyv, { type KeyvStoreAdapter } from 'keyv';
 import KeyvSqlite from '@keyv/sqlite';
-import pg from 'pg';
-import { LeaseLostError } from '../cluster/fence.ts';
-import { isClusterStore } from '../cluster/pg-database.ts';
-import { PgKeyvAdapter } from '../cluster/pg-keyv-adapter.ts';
-import { StoreError } from '../core/errors.ts';
+import { LeaseLostError, StoreError } from '../core/errors.ts';
 import type { SessionEntry } from './entry.ts';
 import { deserializeKeyv, serializeKeyv } from './keyv-codec.ts';
 import { SqliteKeyvAdapter } from './sqlite-keyv-adapter.ts';
@@ -56,50 +52,74 @@ class Serialized {
 const serialize = (data: { value?: unknown; expires?: number | null }): string =>
   data.value instanceof Serialized ? data.value.text : serializeKeyv(data);
 
-/** What list and count query: @keyv/sqlite, or the adapter that reads through it. */
-type Queryable = { query(sql: string, ...params: unknown[]): Promise<unknown> };
-type KeyValueRow = { key: string; value: string };
-
-/** Options of {@link KeyvSessionStore.open}. */
-export interface OpenSessionStoreOptions {
-  /** With a `postgres://` URI: the cluster's shared pool (else the store opens a small one of its own). */
-  pool?: pg.Pool;
+/** One row of a keyv table: the namespaced key and keyv's stored text. */
+export interface KeyValueRow {
+  key: string;
+  value: string;
 }
+
+/**
+ * A keyv table read in binary key order, which list and count page through instead of keyv's iterator
+ * (SQLite's here; cluster mode's PostgreSQL one in `src/cluster/pg-session-store.ts`).
+ */
+export interface KeyvTable {
+  /** Up to `limit` rows with `after < key < before`, in key order. */
+  rowsBetween(after: string, before: string, limit: number): Promise<KeyValueRow[]>;
+  /** How many keys lie strictly between `after` and `before`. */
+  countBetween(after: string, before: string): Promise<number>;
+}
+
+/** A keyv storage adapter opened elsewhere, and how to read and close it ({@link KeyvSessionStore.over}). */
+export interface KeyvSessionBackend {
+  adapter: KeyvStoreAdapter;
+  table: KeyvTable;
+  /** Closes what the opener opened besides the adapter (its own pool). */
+  close?: () => Promise<void>;
+}
+
+/** What the SQLite table is read through: @keyv/sqlite, or the adapter that reads through it. */
+type Queryable = { query(sql: string, ...params: unknown[]): Promise<unknown> };
+
+/** The `keyv` table of a SQLite file. */
+function sqliteTable(sqlite: Queryable): KeyvTable {
+  return {
+    rowsBetween: async (after, before, limit) => (await sqlite.query(
+      'SELECT key, value FROM keyv WHERE key > ? AND key < ? ORDER BY key LIMIT ?', after, before, limit,
+    )) as KeyValueRow[],
+    countBetween: async (after, before) => {
+      const rows = (await sqlite.query('SELECT count(*) AS n FROM keyv WHERE key > ? AND key < ?', after, before)) as { n: number }[];
+      return rows[0]?.n ?? 0;
+    },
+  };
+}
+
+const keyvOptions = { namespace: NAMESPACE, serialize, deserialize: deserializeKeyv, throwOnErrors: true } as const;
 
 /**
  * Session entries in keyv. With a `sqlite://` URI the table is `@keyv/sqlite`'s, in WAL mode (readers in other
  * processes, such as `switchboard sessions`, never block the gateway); @keyv/sqlite reads it and pages with an
  * index range scan, and writes go through {@link SqliteKeyvAdapter} (prepared statements on a connection of
- * their own). Every value is serialized once, in keyv's own format.
+ * their own). Every value is serialized once, in keyv's own format. Other backends (cluster mode's) are
+ * opened by their own module and passed to {@link KeyvSessionStore.over}.
  */
 export class KeyvSessionStore implements SessionStore {
   private readonly keyv: Keyv<SessionEntry>;
-  private readonly sqlite?: Queryable;
+  private readonly table?: KeyvTable;
   private readonly ready: Promise<void>;
-  /** Cluster mode: the adapter over the `keyv` table, and a pool the store opened itself (closed with it). */
-  private postgres?: { adapter: PgKeyvAdapter; ownPool?: pg.Pool };
+  private readonly closeBackend?: () => Promise<void>;
 
-  private constructor(keyv: Keyv<SessionEntry>, sqlite: Queryable | undefined, ready: Promise<void>) {
+  private constructor(keyv: Keyv<SessionEntry>, table: KeyvTable | undefined, ready: Promise<void>, closeBackend?: () => Promise<void>) {
     this.keyv = keyv;
-    this.sqlite = sqlite;
+    this.table = table;
     this.ready = ready;
+    this.closeBackend = closeBackend;
   }
 
   /**
-   * Opens the store at a keyv URI (`sqlite://path`, `postgres://…` for cluster mode, or any keyv adapter URI
-   * whose package is installed). In cluster mode entries live in @keyv/postgres's `keyv` table, written through
-   * {@link PgKeyvAdapter}: through the session's lane connection while the running code holds its lock.
+   * Opens a local store at a keyv URI: `sqlite://path`, or any keyv adapter URI whose package is installed.
+   * Cluster mode's PostgreSQL store is built by `src/stores.ts`, never here.
    */
-  static async open(uri: string, options: OpenSessionStoreOptions = {}): Promise<KeyvSessionStore> {
-    if (isClusterStore(uri)) {
-      const ownPool = options.pool ? undefined : new pg.Pool({ connectionString: uri, max: 4 });
-      ownPool?.on('error', () => undefined);
-      const adapter = new PgKeyvAdapter({ pool: options.pool ?? ownPool!, uri });
-      const keyv = new Keyv<SessionEntry>({ store: adapter, namespace: NAMESPACE, useKeyPrefix: true, serialize, deserialize: deserializeKeyv, throwOnErrors: true });
-      const store = new KeyvSessionStore(keyv, undefined, Promise.resolve());
-      store.postgres = { adapter, ownPool };
-      return store;
-    }
+  static async open(uri: string): Promise<KeyvSessionStore> {
     if (uri.startsWith('sqlite://')) {
       const file = uri.slice('sqlite://'.length);
       if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
@@ -115,8 +135,8 @@ export class KeyvSessionStore implements SessionStore {
         throw new StoreError(`Cannot open the session store at ${file}: ${(error as Error).message}. Check that the folder is writable.`, error);
       });
       await ready;
-      const keyv = new Keyv<SessionEntry>({ store: adapter, namespace: NAMESPACE, useKeyPrefix: true, serialize, deserialize: deserializeKeyv, throwOnErrors: true });
-      return new KeyvSessionStore(keyv, adapter, ready);
+      const keyv = new Keyv<SessionEntry>({ store: adapter, useKeyPrefix: true, ...keyvOptions });
+      return new KeyvSessionStore(keyv, sqliteTable(adapter), ready);
     }
     const scheme = uri.split(':')[0] ?? '';
     let adapter: unknown;
@@ -126,8 +146,14 @@ export class KeyvSessionStore implements SessionStore {
     } catch (error) {
       throw new StoreError(`The store URI "${scheme}://..." needs the package @keyv/${scheme}: run npm install @keyv/${scheme}, or use sqlite://.`, error);
     }
-    const keyv = new Keyv<SessionEntry>({ store: adapter as never, namespace: NAMESPACE, serialize, deserialize: deserializeKeyv, throwOnErrors: true });
+    const keyv = new Keyv<SessionEntry>({ store: adapter as never, ...keyvOptions });
     return new KeyvSessionStore(keyv, undefined, Promise.resolve());
+  }
+
+  /** A store over a backend another module opened (cluster mode: `src/cluster/pg-session-store.ts`). */
+  static over(backend: KeyvSessionBackend): KeyvSessionStore {
+    const keyv = new Keyv<SessionEntry>({ store: backend.adapter, useKeyPrefix: true, ...keyvOptions });
+    return new KeyvSessionStore(keyv, backend.table, Promise.resolve(), backend.close);
   }
 
   async get(key: string): Promise<SessionEntry | undefined> {
@@ -164,19 +190,8 @@ export class KeyvSessionStore implements SessionStore {
 
   async list(options: ListSessionsOptions = {}): Promise<SessionPage> {
     const limit = Math.min(Math.max(options.limit ?? 100, 1), 1000);
-    const postgres = this.postgres?.adapter;
-    if (postgres) {
-      // Binary key order, as SQLite compares keys.
-      return this.pageByKey(options, limit, (after, n) => postgres.query<KeyValueRow>(
-        'SELECT key, value FROM keyv WHERE key COLLATE "C" > $1 AND key COLLATE "C" < $2 ORDER BY key COLLATE "C" LIMIT $3', [after, `${NAMESPACE};`, n],
-      ));
-    }
-    const sqlite = this.sqlite;
-    if (sqlite) {
-      return this.pageByKey(options, limit, async (after, n) => (await sqlite.query(
-        'SELECT key, value FROM keyv WHERE key > ? AND key < ? ORDER BY key LIMIT ?', after, `${NAMESPACE};`, n,
-      )) as KeyValueRow[]);
-    }
+    const table = this.table;
+    if (table) return this.pageByKey(options, limit, (after, n) => table.rowsBetween(after, `${NAMESPACE};`, n));
     const all: SessionEntry[] = [];
     for await (const [, value] of this.keyv.iterator!(NAMESPACE) as AsyncGenerator<[string, SessionEntry]>) {
       if ((!options.channel || value.channel === options.channel) && (!options.agentId || value.agentId === options.agentId)) all.push(value);
@@ -188,16 +203,7 @@ export class KeyvSessionStore implements SessionStore {
   }
 
   async count(): Promise<number> {
-    if (this.postgres) {
-      const rows = await this.postgres.adapter.query<{ n: number }>(
-        'SELECT count(*)::int AS n FROM keyv WHERE key COLLATE "C" > $1 AND key COLLATE "C" < $2', [`${NAMESPACE}:`, `${NAMESPACE};`],
-      );
-      return rows[0]?.n ?? 0;
-    }
-    if (this.sqlite) {
-      const rows = (await this.sqlite.query('SELECT count(*) AS n FROM keyv WHERE key > ? AND key < ?', `${NAMESPACE}:`, `${NAMESPACE};`)) as { n: number }[];
-      return rows[0]?.n ?? 0;
-    }
+    if (this.table) return this.table.countBetween(`${NAMESPACE}:`, `${NAMESPACE};`);
     let n = 0;
     for await (const _ of this.keyv.iterator!(NAMESPACE)) n++;
     return n;
@@ -206,7 +212,7 @@ export class KeyvSessionStore implements SessionStore {
   async close(): Promise<void> {
     await this.ready.catch(() => undefined);
     await this.keyv.disconnect();
-    await this.postgres?.ownPool?.end();
+    await this.closeBackend?.();
   }
 
   /** {@link list} over the `keyv` table in key order, a page at a time from the cursor. */

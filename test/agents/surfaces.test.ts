@@ -5,7 +5,7 @@ import { runSessions } from '../../src/cli/sessions.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
 import { emptyTokens } from '../../src/sessions/entry.ts';
-import { KeyvSessionStore } from '../../src/sessions/store.ts';
+import { openSessionStore } from '../../src/stores.ts';
 import { testConfig, tempDir } from '../helpers/gateway.ts';
 import { describePg, useTestDatabase } from '../helpers/postgres.ts';
 
@@ -77,7 +77,7 @@ describePg('doctor in cluster mode', () => {
   afterEach(() => tmp.remove());
 
   it('says a cluster does not re-key at start instead of promising a move', async () => {
-    const store = await KeyvSessionStore.open(db.uri);
+    const store = await openSessionStore(db.uri);
     const now = Date.now();
     await store.set({
       key: 'agent:home:direct:bob', sessionId: '00000000-0000-4000-8000-000000000001', agentId: 'home', channel: 'webchat', accountId: 'default', chatType: 'direct', peerId: 'bob',

@@ -18,6 +18,7 @@ import { PairingStore } from '../../src/routing/pairing.ts';
 import type { SessionEntry } from '../../src/sessions/entry.ts';
 import { KeyvSessionStore } from '../../src/sessions/store.ts';
 import { JsonlTranscriptStore } from '../../src/sessions/transcript.ts';
+import { openPairingStore, openSessionStore } from '../../src/stores.ts';
 import { record } from '../accounting/records.ts';
 import { tempDir, testConfig } from '../helpers/gateway.ts';
 import { describePg, useTestDatabase } from '../helpers/postgres.ts';
@@ -142,9 +143,9 @@ describePg('switchboard migrate --to postgres://', () => {
     expect(lanes.rows.map((r) => [r.session_key, Number(r.next_seq), Number(r.done_seq)])).toEqual([['agent:main:telegram:direct:1', 2, 0], ['agent:main:telegram:direct:5', 1, 0]]);
     expect((await db.pool.query("SELECT outcome FROM sb_delivery WHERE delivery_key = 'telegram:default:u1'")).rows).toEqual([{ outcome: 'accepted' }]);
     // Entries and pairing are readable by the cluster stores.
-    const store = await KeyvSessionStore.open(db.uri, { pool: db.pool });
+    const store = await openSessionStore(db.uri, { pool: db.pool });
     expect((await store.get('agent:main:telegram:direct:1'))?.sessionId).toBe('sid-current');
-    const pairing = new PairingStore({ uri: db.uri, clock: new ManualClock(T0), pool: db.pool });
+    const pairing = openPairingStore(db.uri, { clock: new ManualClock(T0), pool: db.pool });
     expect(await pairing.isPaired('telegram', '77')).toBe(true);
     expect((await pairing.pending('telegram')).map((p) => p.peerId)).toEqual(['78']);
 

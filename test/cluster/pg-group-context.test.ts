@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
-import { LeaseLostError, runFenced } from '../../src/cluster/fence.ts';
+import { runFenced } from '../../src/cluster/fence.ts';
+import { LeaseLostError } from '../../src/core/errors.ts';
 import { PgGroupContext } from '../../src/cluster/pg-group-context.ts';
 import { SessionLocks } from '../../src/cluster/session-locks.ts';
 import { silentLogger } from '../../src/core/logger.ts';

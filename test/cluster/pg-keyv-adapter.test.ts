@@ -1,11 +1,13 @@
 import KeyvPostgres from '@keyv/postgres';
 import Keyv from 'keyv';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { LeaseLostError, runFenced } from '../../src/cluster/fence.ts';
+import { runFenced } from '../../src/cluster/fence.ts';
+import { LeaseLostError } from '../../src/core/errors.ts';
 import { SessionLocks } from '../../src/cluster/session-locks.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import type { SessionEntry } from '../../src/sessions/entry.ts';
-import { KeyvSessionStore } from '../../src/sessions/store.ts';
+import type { KeyvSessionStore } from '../../src/sessions/store.ts';
+import { openSessionStore } from '../../src/stores.ts';
 import { describePg, useTestDatabase } from '../helpers/postgres.ts';
 
 const db = useTestDatabase();
@@ -20,7 +22,7 @@ describePg('session entries on PostgreSQL (keyv table, fenced writes)', () => {
   let store: KeyvSessionStore;
   let locks: SessionLocks;
   beforeAll(async () => {
-    store = await KeyvSessionStore.open(db.uri, { pool: db.pool });
+    store = await openSessionStore(db.uri, { pool: db.pool });
     locks = new SessionLocks({ uri: db.uri, logger: silentLogger(), leaseMs: 30_000, maxConnections: 4 });
   });
   afterAll(async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { LeaseLostError, runFenced } from '../../src/cluster/fence.ts';
+import { runFenced } from '../../src/cluster/fence.ts';
+import { LeaseLostError } from '../../src/core/errors.ts';
 import { PgTranscriptStore, TranscriptNotFoundError } from '../../src/cluster/pg-transcript-store.ts';
 import { SessionLocks } from '../../src/cluster/session-locks.ts';
 import { silentLogger } from '../../src/core/logger.ts';

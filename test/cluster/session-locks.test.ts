@@ -1,5 +1,6 @@
 import { afterEach, expect, it } from 'vitest';
-import { fencedClient, LeaseLostError, runFenced } from '../../src/cluster/fence.ts';
+import { fencedClient, runFenced } from '../../src/cluster/fence.ts';
+import { LeaseLostError } from '../../src/core/errors.ts';
 import { SessionLocks } from '../../src/cluster/session-locks.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { describePg, useTestDatabase } from '../helpers/postgres.ts';

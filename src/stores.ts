@@ -1,0 +1,31 @@
+import type pg from 'pg';
+import { isClusterStore } from './cluster/pg-database.ts';
+import { pgPairingState } from './cluster/pg-pairing.ts';
+import { openPgSessionStore } from './cluster/pg-session-store.ts';
+import type { Clock } from './core/clock.ts';
+import { PairingStore } from './routing/pairing.ts';
+import { KeyvSessionStore } from './sessions/store.ts';
+
+/*
+ * The one place that turns the `store` URI into stores. Each store is a port defined where it is used
+ * (`src/sessions/`, `src/routing/`); a `postgres://` URI gets the cluster's implementations from `src/cluster/`,
+ * anything else the local ones. Nothing below this file knows which one it was given.
+ */
+
+/** Options of the store openers. */
+export interface StoreOptions {
+  /** Cluster mode: the shared pool (else a cluster store opens a small one of its own, closed with it). */
+  pool?: pg.Pool;
+}
+
+/** The session store at `uri`: PostgreSQL's `keyv` table in cluster mode, else keyv's local store (`sqlite://…`). */
+export async function openSessionStore(uri: string, options: StoreOptions = {}): Promise<KeyvSessionStore> {
+  return isClusterStore(uri) ? openPgSessionStore({ uri, pool: options.pool }) : KeyvSessionStore.open(uri);
+}
+
+/** The pairing store next to the session store at `uri`: shared in cluster mode, else in the same SQLite file (or memory). */
+export function openPairingStore(uri: string, options: StoreOptions & { clock: Clock }): PairingStore {
+  return isClusterStore(uri)
+    ? new PairingStore({ clock: options.clock, shared: pgPairingState({ uri, pool: options.pool }) })
+    : new PairingStore({ uri, clock: options.clock });
+}
