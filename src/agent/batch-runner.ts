@@ -16,7 +16,7 @@ import type { ContextEngine } from './context/context-engine.ts';
 import { batchLimitText, interruptedResult, isBackgroundKind, isShutdown, runBudgetReached, sourceIdOf, stoppedResult } from './runs.ts';
 import { scopedEvent, type TurnEvents, type TurnScope } from './turn-events.ts';
 import { userContent } from './user-content.ts';
-import type { TurnInput } from './runtime.ts';
+import type { TurnInput } from './turn-input.ts';
 import { formatCount } from '../core/plural.ts';
 
 /** What a batch needs of the runtime. */

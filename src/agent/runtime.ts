@@ -26,32 +26,7 @@ import { ephemeralSessionOf, sessionInitOf } from './session-init.ts';
 import { isBackgroundKind, sourceIdOf } from './runs.ts';
 import { toolSchemaTokens } from './context/tokens.ts';
 import { scopedEvent, TurnEvents, zeroUsage, type TurnScope } from './turn-events.ts';
-
-/** A message kept from a group chat without a run, given to the next run as context. */
-export interface GroupContextItem {
-  name: string;
-  text: string;
-  at: number;
-}
-
-/** One turn to run. */
-export interface TurnInput {
-  message: InboundMessage;
-  sessionKey: string;
-  correlationId: string;
-  signal: AbortSignal;
-  onDelta?: (text: string) => void;
-  groupContext?: GroupContextItem[];
-  logger?: Logger;
-  /** The caller that may go away (an HTTP client); it stops the turn, except a web chat page's or a run toward a goal in the background. */
-  clientSignal?: AbortSignal;
-  /** Gives the lane's concurrency slot back while `work` waits on another session (sessions_yield). */
-  lendSlot?: <T>(work: () => Promise<T>) => Promise<T>;
-  /** The message is replayed after a crash or stop: what the transcript already holds is not written or run again. */
-  replayed?: boolean;
-  /** The session's run state before this turn (set by the runtime). */
-  priorRunState?: SessionEntry['runState'];
-}
+import type { TurnInput } from './turn-input.ts';
 
 /** What the runtime needs from the gateway about lanes (for /stop and /status). */
 export interface LaneControl {

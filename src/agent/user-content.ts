@@ -1,5 +1,5 @@
 import type { InboundMessage } from '../core/message.ts';
-import type { GroupContextItem } from './runtime.ts';
+import type { GroupContextItem } from './turn-input.ts';
 
 /** What a user message says to the model: its text, listed attachments, the quoted reply, and kept group context. */
 export function userContent(message: InboundMessage, groupContext?: GroupContextItem[]): string {

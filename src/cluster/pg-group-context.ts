@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { GroupContextItem } from '../agent/runtime.ts';
+import type { GroupContextItem } from '../agent/turn-input.ts';
 import { storableString } from './jsonb.ts';
 import { querySession, type Queryable } from './session-query.ts';
 

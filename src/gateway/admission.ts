@@ -4,7 +4,7 @@ import type { Submission, SubmitOptions, TurnResult } from '../core/channel-adap
 import type { Logger } from '../core/logger.ts';
 import type { InboundMessage } from '../core/message.ts';
 import { decideAccess } from '../routing/access-policy.ts';
-import type { GatewayOptions, GatewayStats } from './gateway.ts';
+import type { GatewayOptions, GatewayStats } from './gateway-options.ts';
 import type { GroupContextBuffer } from './group-context.ts';
 import type { Outbound } from './outbound.ts';
 import { SenderRateLimiter } from './rate-limit.ts';

@@ -1,21 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentRuntime } from '../agent/runtime.ts';
 import { zeroUsage } from '../agent/turn-events.ts';
-import { warmTokenCounts, type WarmOptions } from '../agent/context/tokens.ts';
-import type { ResolvedConfig } from '../config/resolved.ts';
+import { warmTokenCounts } from '../agent/context/tokens.ts';
 import type { ChannelAdapter, InboundSink, Submission, SubmitOptions, TurnResult } from '../core/channel-adapter.ts';
-import type { Clock } from '../core/clock.ts';
 import { isAbortError, SessionKeyError, ShuttingDownError, SwitchboardError, TurnAbortedError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { InboundMessage, OutboundMessage } from '../core/message.ts';
-import type { PairingStore } from '../routing/pairing.ts';
 import { agentOf } from '../routing/bindings.ts';
 import { buildSessionKey, parseSessionKey } from '../routing/session-key.ts';
 import { Admission } from './admission.ts';
+import type { GatewayOptions, GatewayStats } from './gateway-options.ts';
 import { GroupContextBuffer } from './group-context.ts';
 import { Outbound } from './outbound.ts';
-import type { QueuedJob, SharedGroupContext, SharedQueue } from './shared-queue.ts';
-import type { Inbox, PendingMessage } from './inbox.ts';
+import type { QueuedJob } from './shared-queue.ts';
+import type { PendingMessage } from './inbox.ts';
 import { LaneScheduler } from './lanes.ts';
 import { BackgroundRuns } from './background-runs.ts';
 import { internalMessage } from '../core/internal-message.ts';
@@ -29,36 +26,6 @@ const DURABLE_CHANNELS = new Set(['telegram', 'discord', 'slack', 'internal']);
 
 /** Texts from this length on have their token counts warmed before their turn. */
 const WARM_FROM_CHARS = 256;
-
-/** Options of {@link Gateway}. */
-export interface GatewayOptions {
-  config: ResolvedConfig;
-  runtime: AgentRuntime;
-  clock: Clock;
-  logger: Logger;
-  inbox?: Inbox;
-  /** Cluster mode: the work queue the replicas share (then there is no inbox journal). */
-  queue?: SharedQueue;
-  /** Cluster mode: group context kept in the shared database. */
-  sharedGroupContext?: SharedGroupContext;
-  /** Called after `/stop` stopped a session here (cluster mode tells the other replicas). */
-  onStop?: (key: string) => void;
-  pairing?: PairingStore;
-  /** How often the typing indicator is refreshed while a turn runs (default 5 s). */
-  typingIntervalMs?: number;
-  /** How long texts' token counts are warmed before their turn (tests inject a clock and yields). */
-  warm?: WarmOptions;
-}
-
-/** Counters the gateway keeps (read by /status and metrics). */
-export interface GatewayStats {
-  accepted: number;
-  duplicates: number;
-  blocked: number;
-  skipped: number;
-  failed: number;
-  rateLimited: number;
-}
 
 /**
  * Between channels and the runtime: dedupe → DM/group policy → session key → the key's lane. Every

@@ -1,4 +1,4 @@
-import type { GroupContextItem } from '../agent/runtime.ts';
+import type { GroupContextItem } from '../agent/turn-input.ts';
 
 /**
  * Group messages that did not trigger a run, kept per session key (at most `limit` each, newest kept)

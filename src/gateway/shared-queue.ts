@@ -1,6 +1,6 @@
 import type { TurnResult } from '../core/channel-adapter.ts';
 import type { InboundMessage } from '../core/message.ts';
-import type { GroupContextItem } from '../agent/runtime.ts';
+import type { GroupContextItem } from '../agent/turn-input.ts';
 
 /** Group context kept where every replica sees it (cluster mode). */
 export interface SharedGroupContext {

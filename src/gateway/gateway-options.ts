@@ -1,0 +1,38 @@
+import type { AgentRuntime } from '../agent/runtime.ts';
+import type { WarmOptions } from '../agent/context/tokens.ts';
+import type { ResolvedConfig } from '../config/resolved.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Logger } from '../core/logger.ts';
+import type { PairingStore } from '../routing/pairing.ts';
+import type { Inbox } from './inbox.ts';
+import type { SharedGroupContext, SharedQueue } from './shared-queue.ts';
+
+/** Options of the `Gateway`; its `Admission` reads them too. */
+export interface GatewayOptions {
+  config: ResolvedConfig;
+  runtime: AgentRuntime;
+  clock: Clock;
+  logger: Logger;
+  inbox?: Inbox;
+  /** Cluster mode: the work queue the replicas share (then there is no inbox journal). */
+  queue?: SharedQueue;
+  /** Cluster mode: group context kept in the shared database. */
+  sharedGroupContext?: SharedGroupContext;
+  /** Called after `/stop` stopped a session here (cluster mode tells the other replicas). */
+  onStop?: (key: string) => void;
+  pairing?: PairingStore;
+  /** How often the typing indicator is refreshed while a turn runs (default 5 s). */
+  typingIntervalMs?: number;
+  /** How long texts' token counts are warmed before their turn (tests inject a clock and yields). */
+  warm?: WarmOptions;
+}
+
+/** Counters the gateway keeps (read by /status and metrics). */
+export interface GatewayStats {
+  accepted: number;
+  duplicates: number;
+  blocked: number;
+  skipped: number;
+  failed: number;
+  rateLimited: number;
+}
