@@ -1,5 +1,6 @@
 import type { ChannelCluster } from '../src/core/channel-leases.ts';
 import type { Clock } from '../src/core/clock.ts';
+import type { DeliveryRetryPolicy } from '../src/core/delivery-retry.ts';
 import type { Logger } from '../src/core/logger.ts';
 
 /** What every channel factory receives besides its account config. */
@@ -15,4 +16,14 @@ export interface ChannelFactoryContext {
    * shards) and the shared watermarks for back-filling. Absent on one machine.
    */
   cluster?: ChannelCluster;
+  /**
+   * How sends, edits and uploads the platform did not take are retried (`delivery`, SPEC §16); the
+   * defaults when absent.
+   */
+  delivery?: DeliveryRetryPolicy;
+  /**
+   * The wait after a poll that brought nothing readable (Telegram getUpdates answering garbage), doubling
+   * while it lasts: default 1 s to 30 s (tests make it short).
+   */
+  pollBackoff?: { baseMs?: number; maxMs?: number };
 }

@@ -80,6 +80,8 @@ export interface StartOptions {
   lockWaitMs?: number;
   /** Channel retry timers, backoff and watch period (tests). */
   supervision?: Pick<ChannelSupervisorOptions, 'timers' | 'backoff' | 'random' | 'watchMs'>;
+  /** The wait after a poll that brought nothing readable (tests make it short; see ChannelFactoryContext). */
+  pollBackoff?: { baseMs?: number; maxMs?: number };
   /** Re-keying at start (tests): `afterStep` is called after each step, so a test can crash it half-way. */
   rekeyHooks?: Pick<RekeyDeps, 'afterStep'>;
 }
@@ -211,6 +213,8 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     ...(channelLeases && watermarks ? { cluster: { leases: channelLeases, watermarks } } : {}),
   });
   for (const adapter of adapters) gateway.addAdapter(adapter);
+    delivery: { maxAttempts: config.delivery.maxAttempts, baseDelayMs: config.delivery.retryBaseMs, maxDelayMs: config.delivery.retryMaxMs },
+    ...(options.pollBackoff ? { pollBackoff: options.pollBackoff } : {}),
 
   const ledgerStore = cluster ? new PgLedgerSink({ pool: cluster.pool, logger, replicaId: cluster.replicaId, startedAt }) : undefined;
   const accounting = new Accounting({
@@ -225,6 +229,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       ...(cluster ? { cluster: () => cluster.queue.stats } : {}),
     },
   });
+      repliesFailed: () => gateway.deliveryFailures().byChannel,
   await accounting.open();
   opened.push(() => accounting.close());
   runtime.events.subscribe(accounting.observer);
@@ -268,6 +273,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     ...(cluster ? { cluster: async () => ({ replicaId: cluster.replicaId, replicas: await cluster.replicas.live() }) } : {}),
   });
   registerGatewayCommands(runtime.commands, { status, usage: () => accounting.usage() });
+    deliveries: () => gateway.deliveryFailures(),
   registerCheckedCommands(runtime.commands, { providers, clock, keyTotals: (key) => accounting.keyTotals(key), sessionTotals: (key, id) => accounting.sessionTotals(key, id) });
   const dmWarning = dmScopeWarning(config, await pairing.paired().catch(() => []));
   if (dmWarning) logger.warn(dmWarning);

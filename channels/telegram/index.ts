@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { autoRetry } from '@grammyjs/auto-retry';
 import { Bot, BotError, GrammyError, webhookCallback } from 'grammy';
 import type { Update, UserFromGetMe } from 'grammy/types';
 import type { TelegramAccountConfig } from '../../src/config/resolved.ts';
@@ -10,6 +9,8 @@ import type { Logger } from '../../src/core/logger.ts';
 import type { DeliveryTarget, InboundMessage, OutboundMessage } from '../../src/core/message.ts';
 import type { ChannelFactoryContext } from '../types.ts';
 import { deliverMessage, sendTyping, telegramCommands } from './deliver.ts';
+import { telegramCallRetry } from './send-retry.ts';
+import { DEFAULT_DELIVERY_RETRY } from '../../src/core/delivery-retry.ts';
 import { TIMED_OUT, withDeadline } from '../../src/core/deadline.ts';
 import { ElectedPoller } from './elected-poller.ts';
 import { PollingAnswerFailure, pollingWatch, updateBatchGuard } from './update-batch-guard.ts';
@@ -247,8 +248,10 @@ class TelegramChannel implements ChannelAdapter {
   private createBot(): Bot {
     const { account } = this.options;
     const bot = new Bot(account.botToken, { client: account.apiRoot ? { apiRoot: account.apiRoot } : {} });
-    // 429 → wait `retry_after`, 5xx → back off; bounded so that a reply is never retried forever.
-    bot.api.config.use(this.pollingWatch(), autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true }), this.batchGuard());
+    // Deliveries Telegram did not take (reset, timeout, 5xx, 429) are tried again up to `delivery.maxAttempts`.
+    const retry = telegramCallRetry(this.options.delivery ?? DEFAULT_DELIVERY_RETRY, (notice) => this.logger.warn(
+      { method: notice.what, attempt: notice.attempt, attemptsLeft: notice.attemptsLeft, reason: notice.reason }, 'Telegram did not take a delivery; trying again'));
+    bot.api.config.use(this.pollingWatch(), retry, this.batchGuard());
     return bot;
   }
 
@@ -283,7 +286,11 @@ class TelegramChannel implements ChannelAdapter {
 
   /** Screens each getUpdates result: malformed entries dropped (logged), the offset moved past them. */
   private batchGuard() {
-    return updateBatchGuard((dropped) => this.logger.warn({ dropped: dropped.count, reasons: dropped.reasons }, 'Telegram getUpdates: dropped malformed updates; polling goes on'));
+    return updateBatchGuard((dropped, streak) => {
+      // One warning per run of unreadable batches; the batches after it wait longer and longer (debug).
+      const level = streak <= 1 ? 'warn' : 'debug';
+      this.logger[level]({ dropped: dropped.count, reasons: dropped.reasons, streak }, 'Telegram getUpdates: dropped malformed updates; polling goes on');
+    }, this.options.pollBackoff);
   }
 
   /** The webhook answer, or a {@link WebhookTimeoutError} when the update was not taken in time. */

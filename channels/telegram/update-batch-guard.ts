@@ -59,23 +59,59 @@ export function screenUpdates(result: unknown, offset: number): { updates: { upd
   return { updates: [...byId.values()].sort((a, b) => a.update_id - b.update_id), dropped };
 }
 
+/** Options of {@link updateBatchGuard}. */
+export interface UpdateBatchGuardOptions {
+  /** First wait after a batch with nothing readable in it; doubles while they keep coming (default 1 s). */
+  baseMs?: number;
+  /** The longest such wait (default 30 s). */
+  maxMs?: number;
+  /** Waits (tests pass their own). */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() { clearTimeout(timer); signal?.removeEventListener('abort', done); resolve(); }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
 /**
  * A grammy API transformer that screens every `getUpdates` result ({@link screenUpdates}), so that one
  * malformed batch neither stops long polling nor makes it fetch the same batch forever. `report` hears
- * of every batch that lost something.
+ * of every batch that lost something, with how many such batches came in a row. A batch with nothing
+ * readable in it is answered only after a wait that doubles while they keep coming, so a Bot API (or a
+ * proxy) that keeps answering garbage is not polled at network speed.
  */
-export function updateBatchGuard(report: (dropped: DroppedUpdates) => void): Transformer {
-  return (async (prev, method, payload, signal) => {
-    const response = await prev(method, payload, signal);
+export function updateBatchGuard(report: (dropped: DroppedUpdates, streak: number) => void, options: UpdateBatchGuardOptions = {}): Transformer {
+  const { baseMs = 1000, maxMs = 30_000, sleep = sleepFor } = options;
+  let streak = 0;
+  const unreadable = async (signal?: AbortSignal) => {
+    const wait = Math.min(maxMs, baseMs * 2 ** Math.min(streak - 1, 20));
+    if (wait > 0 && !signal?.aborted) await sleep(wait, signal);
+  };
+  return (async (prev, method, payload, grammySignal) => {
+    const response = await prev(method, payload, grammySignal);
     if (method !== 'getUpdates') return response;
+    // grammy types its signal with an older polyfill's interface; at run time it is Node's own.
+    const signal = grammySignal as AbortSignal | undefined;
     if (!response || typeof response !== 'object') {
-      report({ count: 1, reasons: [`the response is ${describe(response)}`] });
+      report({ count: 1, reasons: [`the response is ${describe(response)}`] }, ++streak);
+      await unreadable(signal);
       return { ok: true, result: [] };
     }
     if (!response.ok) return response;
     const offset = Number((payload as { offset?: unknown } | undefined)?.offset ?? 0);
     const { updates, dropped } = screenUpdates(response.result, Number.isFinite(offset) ? offset : 0);
-    if (dropped.count > 0) report(dropped);
+    if (dropped.count === 0 || updates.length > 0) {
+      if (dropped.count > 0) report(dropped, 1);
+      streak = 0;
+      return { ...response, result: updates };
+    }
+    // Nothing readable and the offset cannot move: the same answer would come straight back.
+    report(dropped, ++streak);
+    await unreadable(signal);
     return { ...response, result: updates };
   }) as Transformer;
 }

@@ -13,6 +13,8 @@ export interface MetricsSources {
   runningTurns(): number;
   /** Gateway intake counters (accepted, duplicates, blocked, skipped, failed). */
   messages(): Record<string, number>;
+  /** Replies given up on after the channel's retries, by `channel/account` (SPEC §16). */
+  repliesFailed?(): Record<string, number>;
   /** Cluster mode: lane takeovers, lease losses, reruns and duplicate-reply windows hit by this replica. */
   cluster?(): { takeovers: number; leaseLosses: number; reruns: number; duplicateWindows: number };
 }
@@ -79,6 +81,16 @@ export class GatewayMetrics {
         for (const [status, n] of Object.entries(sources.messages())) this.inc({ status }, n);
       },
     });
+    if (sources.repliesFailed) {
+      const failed = sources.repliesFailed.bind(sources);
+      new Counter({
+        name: 'switchboard_replies_failed_total', help: 'Replies the platform never took, given up on after delivery.maxAttempts, by channel (channel/account).', labelNames: ['channel'], registers,
+        collect() {
+          this.reset();
+          for (const [channel, n] of Object.entries(failed())) this.inc({ channel }, n);
+        },
+      });
+    }
     if (sources.cluster) {
       const cluster = sources.cluster.bind(sources);
       const counter = (name: string, help: string, pick: (c: ReturnType<typeof cluster>) => number) => new Counter({

@@ -38,6 +38,19 @@ export interface StatusReport {
   mcp: McpStatusReport[];
   /** Cluster mode: this replica's id and the live replicas (SPEC §13). */
   cluster?: { replicaId: string; replicas: unknown[] };
+  /** Replies given up on after the channel's retries (SPEC §16), by `channel/account`, and the latest ones. */
+  deliveries?: { failed: Record<string, number>; recent: DeliveryFailureReport[] };
+}
+
+/** One reply the platform never took. */
+export interface DeliveryFailureReport {
+  at: string;
+  channel: string;
+  accountId: string;
+  chatId: string;
+  correlationId?: string;
+  code?: string;
+  error: string;
 }
 
 /** One MCP server in `GET /status`. */
@@ -64,6 +77,8 @@ export interface StatusSources {
   mcp?(): McpStatusReport[];
   /** Cluster mode: the live replicas. */
   cluster?(): Promise<{ replicaId: string; replicas: unknown[] }>;
+  /** Replies given up on. */
+  deliveries?(): { byChannel: Record<string, number>; recent: DeliveryFailureReport[] };
 }
 
 /** Builds the status report; a store that cannot count gives `persisted: null` rather than failing. */
@@ -85,6 +100,11 @@ export async function buildStatusReport(sources: StatusSources): Promise<StatusR
     }),
     queue: sources.queue(),
     mcp: sources.mcp?.() ?? [],
+    ...(sources.deliveries ? { deliveries: deliveriesOf(sources.deliveries()) } : {}),
     ...(sources.cluster ? { cluster: await sources.cluster().catch((err: unknown) => ({ replicaId: '', replicas: [], error: String((err as Error).message) })) } : {}),
   };
+}
+
+function deliveriesOf(d: { byChannel: Record<string, number>; recent: DeliveryFailureReport[] }): NonNullable<StatusReport['deliveries']> {
+  return { failed: d.byChannel, recent: d.recent };
 }

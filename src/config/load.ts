@@ -235,6 +235,7 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
     mcp: { ...config.mcp, servers: Object.fromEntries(Object.entries(config.mcp.servers).map(([name, server]) =>
       [name, 'command' in server && server.cwd ? { ...server, cwd: path.resolve(cwd, server.cwd) } : server])) },
     backgroundExecution: config.backgroundExecution,
+    delivery: config.delivery,
     secrets,
   };
 }

@@ -78,6 +78,8 @@ export interface ResolvedConfig {
   /** MCP servers, `${NAME}` references in `env` and `headers` replaced from the environment, `cwd` absolute. */
   mcp: ParsedConfig['mcp'];
   backgroundExecution: ParsedConfig['backgroundExecution'];
+  /** How platform calls that were not taken are retried (SPEC §16). */
+  delivery: ParsedConfig['delivery'];
   /** Every secret value in the config, scrubbed from logs and errors. */
   secrets: string[];
 }

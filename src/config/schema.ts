@@ -333,6 +333,14 @@ export const configSchema = z.strictObject({
   backgroundExecution: z.strictObject({
     enabled: z.boolean().default(false),
     maxConcurrentBackgroundTurns: z.number().int().positive().default(3),
+  /** Replies the platform did not take (reset, timeout, 5xx, 429) are sent again (SPEC §16). */
+  delivery: z.strictObject({
+    /** Attempts in all for one platform call, the first included. */
+    maxAttempts: z.number().int().min(1).max(50).default(8),
+    /** First wait between attempts (ms); doubles with each failure, with jitter, up to `retryMaxMs`. */
+    retryBaseMs: z.number().int().min(0).max(60_000).default(500),
+    retryMaxMs: z.number().int().min(0).max(600_000).default(30_000),
+  }).prefault({}),
     maxBatchesPerGoal: z.number().int().positive().default(10),
     autoResumeOnStartup: z.boolean().default(true),
     tokenBudget: z.number().int().nonnegative().default(128_000),

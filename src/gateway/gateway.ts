@@ -10,7 +10,7 @@ import { buildSessionKey, parseSessionKey } from '../routing/session-key.ts';
 import { Admission } from './admission.ts';
 import type { GatewayOptions, GatewayStats } from './gateway-options.ts';
 import { GroupContextBuffer } from './group-context.ts';
-import { Outbound } from './outbound.ts';
+import { Outbound, type DeliveryFailure } from './outbound.ts';
 import type { QueuedJob } from './shared-queue.ts';
 import type { PendingMessage } from './inbox.ts';
 import { LaneScheduler } from './lanes.ts';
@@ -47,7 +47,7 @@ export class Gateway {
 
   constructor(options: GatewayOptions) {
     this.options = options;
-    this.outbound = new Outbound({ inbox: options.inbox, queue: options.queue, typingIntervalMs: options.typingIntervalMs });
+    this.outbound = new Outbound({ inbox: options.inbox, queue: options.queue, typingIntervalMs: options.typingIntervalMs, now: () => options.clock.now() });
     this.lanes = new LaneScheduler({ maxConcurrent: options.config.agentDefaults.maxConcurrent });
     this.background = new BackgroundRuns(options.config.backgroundExecution.maxConcurrentBackgroundTurns);
     this.groupContext = new GroupContextBuffer({ limit: options.config.session.groupContextLimit });
@@ -74,6 +74,11 @@ export class Gateway {
 
   adapterFor(channel: string, accountId: string): ChannelAdapter | undefined {
     return this.outbound.adapterFor(channel, accountId);
+  }
+
+  /** Replies given up on since start (SPEC §16): counts by `channel/account` and the latest ones. */
+  deliveryFailures(): { byChannel: Record<string, number>; recent: DeliveryFailure[] } {
+    return { byChannel: Object.fromEntries(this.outbound.failedByChannel), recent: [...this.outbound.recentFailures] };
   }
 
   /** The session key of a message (SPEC §2). */

@@ -4,11 +4,31 @@ import { targetOf, type InboundMessage, type OutboundMessage } from '../core/mes
 import { deliveryKey, type Inbox } from './inbox.ts';
 import type { QueuedJob, SharedQueue } from './shared-queue.ts';
 
+/** A reply the platform never took, even after the channel's retries (SPEC §16: logged, counted, shown). */
+export interface DeliveryFailure {
+  /** ISO time it was given up on. */
+  at: string;
+  channel: string;
+  accountId: string;
+  chatId: string;
+  correlationId?: string;
+  /** The last error's code and message. */
+  code?: string;
+  error: string;
+}
+
+/** How many given-up replies are kept for `/status` and the dashboard. */
+const RECENT_FAILURES = 20;
+
 /** The way out to the platforms: the channel adapters, replies with their journal marks, typing indicators. */
 export class Outbound {
   private readonly adapters = new Map<string, ChannelAdapter>();
+  /** Replies given up on, by `channel/account`, since start. */
+  readonly failedByChannel = new Map<string, number>();
+  /** The last given-up replies, newest last. */
+  readonly recentFailures: DeliveryFailure[] = [];
 
-  constructor(private readonly options: { inbox?: Inbox; queue?: SharedQueue; typingIntervalMs?: number }) {}
+  constructor(private readonly options: { inbox?: Inbox; queue?: SharedQueue; typingIntervalMs?: number; now?: () => number }) {}
 
   add(adapter: ChannelAdapter): void {
     this.adapters.set(`${adapter.id}:${adapter.accountId}`, adapter);
@@ -45,9 +65,23 @@ export class Outbound {
       await adapter.send(target, message.channel === 'internal' ? { ...reply, replyTo: undefined } : reply);
       return true;
     } catch (error) {
-      logger.error({ err: error }, 'reply could not be delivered');
+      // The channel has already retried what the platform did not take (`delivery.maxAttempts`).
+      logger.error({ err: error, chatId: target.chatId }, 'reply could not be delivered; given up');
+      this.recordFailure(target, error, message.correlationId ?? correlationIdOf(logger));
       return false;
     }
+  }
+
+  private recordFailure(target: { channel: string; accountId: string; chatId: string }, error: unknown, correlationId?: string): void {
+    const name = `${target.channel}/${target.accountId}`;
+    this.failedByChannel.set(name, (this.failedByChannel.get(name) ?? 0) + 1);
+    const code = (error as { code?: unknown })?.code;
+    this.recentFailures.push({
+      at: new Date(this.options.now?.() ?? Date.now()).toISOString(), channel: target.channel, accountId: target.accountId, chatId: target.chatId,
+      ...(correlationId ? { correlationId } : {}), ...(typeof code === 'string' ? { code } : {}),
+      error: (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 300),
+    });
+    if (this.recentFailures.length > RECENT_FAILURES) this.recentFailures.shift();
   }
 
   startTyping(message: InboundMessage, logger: Logger): () => void {
@@ -59,5 +93,15 @@ export class Outbound {
     const timer = setInterval(tick, this.options.typingIntervalMs ?? 5000);
     timer.unref();
     return () => clearInterval(timer);
+  }
+}
+
+/** The correlation id the turn's logger carries (the gateway makes one when the message had none). */
+function correlationIdOf(logger: Logger): string | undefined {
+  try {
+    const id = (logger.bindings() as { correlationId?: unknown }).correlationId;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -39,6 +39,13 @@ export interface FakeTelegram {
   pushRawResult(result: unknown): void;
   /** Delivers an update again even though its id was confirmed (a redelivery after a crash). */
   redeliver(update: Record<string, unknown> & { update_id: number }): void;
+  /**
+   * Called with each call's method and body; `true` cuts the connection without an answer (a reset before
+   * the Bot API took the request: nothing is recorded, nothing is done).
+   */
+  resetConnection?: (method: string, body: Record<string, any>) => boolean;
+  /** Connections cut by {@link resetConnection}. */
+  readonly resets: number;
   /** The next call of `method` (optionally only those matching) fails with this answer. */
   failNext(method: string, failure: TelegramFailure, match?: (body: Record<string, unknown>) => boolean): void;
   /** Calls of one method. */
@@ -96,6 +103,7 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
   const waiters: { offset: number; limit: number; reply: (updates: unknown) => void; conflict: () => void }[] = [];
   const rawResults: unknown[] = [];
   let conflicts = 0;
+  let resets = 0;
   const failures: { method: string; failure: TelegramFailure; match?: (body: Record<string, unknown>) => boolean }[] = [];
   const listeners = new Set<() => void>();
   const calls: TelegramCall[] = [];
@@ -147,6 +155,11 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
     for await (const chunk of req) raw += chunk;
     const method = m[2]!;
     const body = raw ? (JSON.parse(raw) as Record<string, any>) : {};
+    if (fake.resetConnection?.(method, body)) {
+      resets++;
+      req.socket.destroy();
+      return;
+    }
     if (decodeURIComponent(m[1]!) !== token) {
       const response = { ok: false, error_code: 401, description: 'Unauthorized' };
       record({ method, body, at: Date.now(), response });
@@ -222,6 +235,7 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
     bot,
     calls,
     get conflicts() { return conflicts; },
+    get resets() { return resets; },
     pushUpdate(update) {
       const update_id = typeof update.update_id === 'number' ? update.update_id : nextUpdateId++;
       nextUpdateId = Math.max(nextUpdateId, update_id + 1);

@@ -29,9 +29,14 @@ export async function startTestGateway(options: {
   clock?: Clock;
   adapters?: ChannelAdapter[];
   logger?: Logger;
+  /** The wait after a poll that brought nothing readable (default: the product's, 1 s doubling to 30 s). */
+  pollBackoff?: { baseMs?: number; maxMs?: number };
 }): Promise<RunningGateway> {
   const config = testConfig(options.dir, options.config, options.env);
-  const gw = await startGateway({ config, clock: options.clock, logger: options.logger ?? silentLogger(), adapters: options.adapters });
+  const gw = await startGateway({
+    config, clock: options.clock, logger: options.logger ?? silentLogger(), adapters: options.adapters,
+    ...(options.pollBackoff ? { pollBackoff: options.pollBackoff } : {}),
+  });
   // Channels connect in the background; tests start from the outcome of each channel's first attempt.
   await gw.supervisor.firstAttempts();
   return gw;

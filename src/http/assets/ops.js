@@ -27,6 +27,15 @@ function readyLine(readiness, failing) {
 }
 
 /** Channel and MCP cards, the readiness line and the nav badges, from a `/status` report. */
+/** Replies of one channel that the platform never took, with the latest one's reason (SPEC §16). */
+function undelivered(deliveries, name) {
+  const count = deliveries?.failed?.[name] ?? 0;
+  if (!count) return '';
+  const last = [...(deliveries.recent ?? [])].reverse().find((f) => `${f.channel}/${f.accountId}` === name);
+  const detail = last ? ` · last ${when(last.at)} to ${last.chatId}${last.correlationId ? ` (ref ${last.correlationId})` : ''}: ${last.error}` : '';
+  return h('p', { class: 'error undelivered', 'data-undelivered': String(count), text: `${fmt(count)} repl${count === 1 ? 'y' : 'ies'} not delivered since start${detail}` });
+}
+
 export function renderStatus(status) {
   const channels = status.channels;
   // The server's readiness names the failing channels when it is there; `api` is not one /readyz checks.
@@ -57,7 +66,8 @@ export function renderStatus(status) {
       s?.state === 'retrying' && s.nextRetryAt ? h('p', { class: 'muted', text: `retrying at ${when(s.nextRetryAt)} (attempt ${s.attempts + 1})` }) : '',
       s?.state === 'gave-up' ? h('p', { class: 'muted', text: 'not retried: fix the token or configuration, then restart' }) : '',
       s?.connectedAt && health.label === 'connected' ? h('p', { class: 'muted', text: `connected since ${when(s.connectedAt)}` }) : '',
-      c.id === 'api' ? h('p', { class: 'muted', text: 'the HTTP API and web chat' }) : '');
+      c.id === 'api' ? h('p', { class: 'muted', text: 'the HTTP API and web chat' }) : '',
+      undelivered(status.deliveries, `${c.id}/${c.accountId}`));
   }));
   $('mcp-list').replaceChildren(...(status.mcp.length ? status.mcp.map((m) => {
     const tone = m.state === 'ready' ? 'ok' : m.state === 'failed' ? 'bad' : 'warn';

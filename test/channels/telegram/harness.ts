@@ -12,6 +12,7 @@ export function startTelegramGateway(options: {
   config?: Record<string, unknown>;
   env?: NodeJS.ProcessEnv;
   logger?: Logger;
+  pollBackoff?: { baseMs?: number; maxMs?: number };
 }): Promise<RunningGateway> {
   const llm = options.openai ? { OPENAI_BASE_URL: options.openai.baseURL, OPENAI_API_KEY: 'sk-test', OPENAI_MODEL: 'gpt-test' } : {};
   return startTestGateway({
@@ -19,6 +20,7 @@ export function startTelegramGateway(options: {
     env: { TELEGRAM_BOT_TOKEN: options.telegram.token, TELEGRAM_API_ROOT: options.telegram.apiRoot, ...llm, ...options.env },
     config: options.config,
     logger: options.logger,
+    ...(options.pollBackoff ? { pollBackoff: options.pollBackoff } : {}),
   });
 }
 
