@@ -72,6 +72,8 @@ export interface StartOptions {
   adapters?: ChannelAdapter[];
   /** First reconnect delay of MCP servers (default 1 s). */
   mcpReconnectBaseMs?: number;
+  /** The bound of a turn's wait for MCP servers still connecting (tests fire it themselves). */
+  mcpWaitTimeout?: (ms: number) => TimeoutHandle;
   /** The timer of tool calls and `sessions_yield` waits (tests fire it themselves). */
   toolTimeout?: (ms: number) => TimeoutHandle;
   /** Who takes the state folder's lock (default: a gateway when listening, else `switchboard chat`). */
@@ -186,6 +188,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   const tools = createToolRegistry({
     config, sessions, reader: { get: (key) => sessions.get(key), all: () => allSessions(store, sessions) },
     sink: () => gateway.sink, history: (entry) => transcripts.read(entry.sessionId), timeout: options.toolTimeout,
+    arrivalTimeout: options.mcpWaitTimeout,
   });
   runtime = new AgentRuntime({ config, sessions, transcripts, providers, clock, logger, tools });
   // Re-keying moves transcript files; in a cluster the conversations keep their keys (see docs/architecture.md).
@@ -279,7 +282,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   if (dmWarning) logger.warn(dmWarning);
   for (const line of await runtime.contextEngine.budgetWarnings()) logger.warn(line);
   const dashboardAuth = createDashboardAuth({ token: config.gateway.authToken, stateDir: config.stateDir, clock });
-  const ready: ReadinessSources = { pingStore: async () => { await store.get('agent:main:readyz'); }, channels: channelReports, isClosing: () => gateway.isClosing };
+  const ready: ReadinessSources = { pingStore: async () => { await store.get('agent:main:readyz'); }, channels: channelReports, mcp: () => mcp.status(), isClosing: () => gateway.isClosing };
   const live = new DashboardEvents({
     events: runtime.events, status, readiness: () => readiness(ready), activeSessions: () => sessions.activeSessions(),
     pairing: () => pairingAdmin(pairing, config).list(), version: VERSION, startedAt, logger,

@@ -31,6 +31,8 @@ export interface BatchDeps {
   /** Persists the entry (runState and checkpoint); failures are logged, never thrown. */
   persist(entry: SessionEntry, logger: Logger): Promise<void>;
   toolSchemas(entry: SessionEntry, ephemeral?: boolean): ToolSchema[];
+  /** The wait for tools still connecting that the session's policy would enable (MCP servers), or undefined when there are none. */
+  toolsArriving(entry: SessionEntry, ephemeral: boolean | undefined, signal: AbortSignal, logger: Logger): Promise<void> | undefined;
   workspaceOf(entry: SessionEntry): string;
   timezoneOf(entry: SessionEntry): string;
 }
@@ -108,6 +110,8 @@ export class BatchRunner {
     const tokensBefore = (checkpoint.tokens ?? 0) - scope.usage.inputTokens - scope.usage.outputTokens;
     const goalRun = limits.enabled && Boolean(entry.goal) && !message.ephemeral;
     const said = new SaidText(input.onDelta);
+    const arriving = this.deps.toolsArriving(entry, message.ephemeral, signal, scope.logger);
+    if (arriving) await arriving;
     for (let iteration = 0; iteration < max; iteration++) {
       if (signal.aborted) throw new TurnAbortedError();
       const overBudget = goalRun ? runBudgetReached(checkpoint, limits, this.deps.clock.now()) : undefined;

@@ -85,6 +85,7 @@ export class AgentRuntime {
       config: options.config, clock: options.clock, events: this.events, contextEngine: this.contextEngine, registry: this.tools,
       historyOf: (s) => this.historyOf(s), appendEntries: (s, e) => this.appendEntries(s, e),
       persist: (entry, logger) => this.settler.persist(entry, logger), toolSchemas: (e, ephemeral) => this.toolSchemas(e, ephemeral),
+      toolsArriving: (e, ephemeral, signal, logger) => (ephemeral ? undefined : this.tools.arrivals.wait(this.toolPolicyOf(e), { signal, logger })),
       workspaceOf: (e) => this.agentFor(e.agentId).workspace, timezoneOf,
     });
     registerContextCommands(this.commands, this.contextEngine, options.logger);

@@ -3,12 +3,13 @@ import type { HttpApp } from './app.ts';
 
 /** One reason the gateway is not ready. */
 export interface NotReadyPart {
-  part: 'store' | 'channel' | 'gateway';
-  /** `telegram/default` for a channel. */
+  part: 'store' | 'channel' | 'gateway' | 'mcp';
+  /** `telegram/default` for a channel, the server's name for an MCP server. */
   name: string;
   error: string;
   /** Channels: the adapter status and the supervisor's state (connecting, retrying, gave-up). */
   status?: string;
+  /** Also an MCP server's state (`connecting`). */
   state?: string;
   nextRetryAt?: string;
 }
@@ -19,6 +20,8 @@ export interface ReadinessSources {
   pingStore(): Promise<void>;
   /** Every enabled channel account. */
   channels(): ChannelStatusReport[];
+  /** Every enabled MCP server and its state. */
+  mcp?(): readonly { name: string; state: string }[];
   isClosing(): boolean;
   /** Longest wait for the store (default 2 s). */
   storeTimeoutMs?: number;
@@ -31,8 +34,9 @@ export interface ReadinessReport {
 }
 
 /**
- * The readiness report (SPEC §7): ready when the store is reachable and every enabled channel is connected
- * (or, in cluster mode, standing by while another replica holds its lease).
+ * The readiness report (SPEC §7, §11): ready when the store is reachable, every enabled channel is connected
+ * (or, in cluster mode, standing by while another replica holds its lease) and every enabled MCP server has
+ * finished its first attempt, ready or failed (a later reconnect does not make the gateway unready).
  */
 export async function readiness(sources: ReadinessSources): Promise<ReadinessReport> {
   const failing: NotReadyPart[] = [];
@@ -58,6 +62,9 @@ export async function readiness(sources: ReadinessSources): Promise<ReadinessRep
       error: s?.lastError ?? c.detail ?? (c.status === 'starting' ? 'connecting' : c.status),
       ...(s ? { state: s.state } : {}), ...(s?.nextRetryAt ? { nextRetryAt: s.nextRetryAt } : {}),
     });
+  }
+  for (const m of sources.mcp?.() ?? []) {
+    if (m.state === 'connecting') failing.push({ part: 'mcp', name: m.name, state: m.state, error: 'connecting' });
   }
   return { ready: failing.length === 0, failing };
 }

@@ -17,12 +17,14 @@ export interface BuiltinToolDeps {
   sink: () => InboundSink;
   history: (entry: SessionEntry) => Promise<TranscriptEntry[]>;
   timeout?: (ms: number) => TimeoutHandle;
+  /** The bound of a turn's wait for MCP servers still connecting (tests fire it themselves). */
+  arrivalTimeout?: (ms: number) => TimeoutHandle;
 }
 
 /** The registry with the built-in groups: `group:sessions` and `group:memory` (SPEC §11). */
 export function createToolRegistry(deps: BuiltinToolDeps): ToolRegistry {
   const timeout = deps.timeout ?? realTimeout;
-  const registry = new ToolRegistry({ timeoutMs: deps.config.tools.timeoutSeconds * 1000, maxResultChars: deps.config.tools.maxResultChars, timeout });
+  const registry = new ToolRegistry({ timeoutMs: deps.config.tools.timeoutSeconds * 1000, maxResultChars: deps.config.tools.maxResultChars, timeout, arrivalTimeout: deps.arrivalTimeout });
   const createSession = async (init: SessionInit & { spawnDepth: number }): Promise<SessionEntry> => {
     const { spawnDepth, ...rest } = init;
     const session = await deps.sessions.acquire(rest);

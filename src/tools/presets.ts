@@ -29,3 +29,13 @@ export function enabledToolNames(policy: ToolPolicy, catalogue: ToolCatalogue): 
   return catalogue.names.filter((name) =>
     (inPreset(name) || policy.allow.some((s) => matches(name, s))) && !policy.deny.some((s) => matches(name, s)));
 }
+
+/**
+ * Whether a policy would enable tools of a group that is not registered yet (an MCP server still connecting),
+ * judged without its tool names: `full`, or `allow` naming the group or a tool with its prefix (`<server>__`),
+ * unless `deny` names the whole group.
+ */
+export function policyMayInclude(policy: ToolPolicy, group: string, toolPrefix: string): boolean {
+  if (policy.deny.includes(group)) return false;
+  return policy.preset === 'full' || policy.allow.some((s) => s === group || s.startsWith(toolPrefix));
+}

@@ -3,6 +3,7 @@ import type { ToolPolicy } from '../config/schema.ts';
 import type { ToolSchema } from '../providers/types.ts';
 import type { ToolCall } from '../sessions/transcript.ts';
 import { enabledToolNames } from './presets.ts';
+import { ToolArrivals } from './tool-arrivals.ts';
 import type { Tool, ToolAnswer, ToolContext, ToolOutcome } from './tool.ts';
 
 /** Arguments longer than this are refused before parsing (a model can emit anything). */
@@ -24,6 +25,8 @@ export interface ToolRegistryOptions {
   maxResultChars: number;
   /** Makes the timeout of one call (default: a real timer). */
   timeout?: (ms: number) => TimeoutHandle;
+  /** Makes the bound of a turn's wait for tools still connecting (default: a real timer). */
+  arrivalTimeout?: (ms: number) => TimeoutHandle;
 }
 
 interface Registered {
@@ -43,9 +46,12 @@ export class ToolRegistry {
   private readonly tools = new Map<string, Registered>();
   private readonly enabledCache = new Map<string, ToolSchema[]>();
   private readonly options: ToolRegistryOptions;
+  /** Groups still connecting (MCP servers), which a turn waits for before its first request. */
+  readonly arrivals: ToolArrivals;
 
   constructor(options: ToolRegistryOptions) {
     this.options = options;
+    this.arrivals = new ToolArrivals({ timeout: options.arrivalTimeout ?? realTimeout });
   }
 
   register(tool: Tool): void {

@@ -22,7 +22,8 @@ function readyLine(readiness, failing) {
       : 'Every enabled channel is connected.';
   }
   if (readiness.ready) return 'Ready: the store answers and every enabled channel is connected (GET /readyz answers 200).';
-  const part = (f) => (f.part === 'store' ? `the session store (${f.error})` : f.part === 'gateway' ? `the gateway is ${f.error}` : `${f.name} (${f.error})`);
+  const part = (f) => (f.part === 'store' ? `the session store (${f.error})` : f.part === 'gateway' ? `the gateway is ${f.error}`
+    : f.part === 'mcp' ? `MCP server ${f.name} (${f.error})` : `${f.name} (${f.error})`);
   return `Not ready (GET /readyz answers 503): ${readiness.failing.map(part).join('; ')}.`;
 }
 

@@ -12,17 +12,30 @@ export interface McpHubOptions {
   reconnectBaseMs?: number;
 }
 
-/** Every configured MCP server (SPEC §11). Connecting never delays start-up: servers come up in the background. */
+/**
+ * Every configured MCP server (SPEC §11). Connecting never delays start-up: servers come up in the background,
+ * and a turn whose tools would include a server still connecting waits for it (the registry's arrivals), at most
+ * the server's connect timeout.
+ */
 export class McpHub {
   private readonly servers: McpServerConnection[];
 
   constructor(options: McpHubOptions) {
-    const { config } = options;
-    this.servers = Object.entries(config.mcp.servers).filter(([, server]) => server.enabled).map(([name, server]) => new McpServerConnection({
-      name, config: server, registry: options.registry, logger: options.logger,
-      connectTimeoutMs: server.connectTimeoutMs ?? config.mcp.connectTimeoutMs, callTimeoutMs: config.tools.timeoutSeconds * 1000 + 5000,
-      reconnectBaseMs: options.reconnectBaseMs,
-    }));
+    const { config, registry } = options;
+    this.servers = Object.entries(config.mcp.servers).filter(([, server]) => server.enabled).map(([name, server]) => {
+      const connectTimeoutMs = server.connectTimeoutMs ?? config.mcp.connectTimeoutMs;
+      const connection = new McpServerConnection({
+        name, config: server, registry, logger: options.logger,
+        connectTimeoutMs, callTimeoutMs: config.tools.timeoutSeconds * 1000 + 5000,
+        reconnectBaseMs: options.reconnectBaseMs,
+      });
+      registry.arrivals.add({
+        group: connection.group, toolPrefix: `${name}__`, label: `MCP server ${name}`, waitMs: connectTimeoutMs,
+        arriving: () => connection.whenSettled(),
+        missing: () => { const s = connection.status(); return s.state === 'ready' ? undefined : s.error ?? s.state; },
+      });
+      return connection;
+    });
   }
 
   start(): void {

@@ -11,8 +11,11 @@ import { ToolErrorResult, type ToolRegistry } from '../registry.ts';
 import type { Tool } from '../tool.ts';
 import { describeMcpResult, type McpCallResult } from './mcp-results.ts';
 
-/** Where a server stands (SPEC §11: connecting / ready / failed). */
-export type McpState = 'connecting' | 'ready' | 'failed' | 'stopped';
+/**
+ * Where a server stands (SPEC §11): `connecting` (the first attempt since start), `ready`, `failed` (waiting to
+ * retry), `reconnecting` (a later attempt, after a failure or a lost connection); `stopped` at shutdown.
+ */
+export type McpState = 'connecting' | 'ready' | 'failed' | 'reconnecting' | 'stopped';
 
 /** What `/status` shows of one server. */
 export interface McpServerStatus {
@@ -73,6 +76,11 @@ export class McpServerConnection {
   /** Set from the first failure until the server has stayed ready for `stableAfterMs`: one warning per outage. */
   private outage = false;
   private readyLogged = false;
+  /** The attempt in progress, and how to cut it short (stop). */
+  private connecting?: Promise<void>;
+  private abortAttempt?: () => void;
+  /** Settled when the attempt in progress ends (see {@link whenSettled}). */
+  private settling?: { promise: Promise<void>; resolve(): void };
 
   constructor(options: McpConnectionOptions) {
     this.options = options;
@@ -89,9 +97,20 @@ export class McpServerConnection {
     };
   }
 
+  /** While an attempt is in progress (`connecting`, `reconnecting`): settles when it ends, ready or not. Otherwise undefined. */
+  whenSettled(): Promise<void> | undefined {
+    if (this.state !== 'connecting' && this.state !== 'reconnecting') return undefined;
+    if (!this.settling) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => { resolve = r; });
+      this.settling = { promise, resolve };
+    }
+    return this.settling.promise;
+  }
+
   /** Connects in the background; never throws. */
   start(): void {
-    void this.connect();
+    this.attemptNow();
   }
 
   async stop(): Promise<void> {
@@ -100,21 +119,29 @@ export class McpServerConnection {
     clearInterval(this.pinger);
     this.setState('stopped');
     this.options.registry.unregisterGroup(this.group);
+    // An attempt in progress is cut short, so a server that never answers is not left running until its bound.
+    this.abortAttempt?.();
+    await this.connecting;
     const client = this.client;
     this.client = undefined;
     await client?.close().catch(() => undefined);
   }
 
+  private attemptNow(): void {
+    this.connecting = this.connect();
+  }
+
   private async connect(): Promise<void> {
     if (this.stopped) return;
     const generation = ++this.generation;
-    this.setState('connecting');
+    this.setState(generation === 1 ? 'connecting' : 'reconnecting');
     const client = new Client({ name: 'switchboard', version: '0.1.0' }, {
       // The SDK's own refresh reads only the first page: page through as the first list does.
       listChanged: { tools: { autoRefresh: false, onChanged: () => void this.refresh(generation) } },
     });
     const transport = this.transport();
     const timeout = this.deadline();
+    this.abortAttempt = () => timeout.abort();
     try {
       await client.connect(transport, { signal: timeout.signal, timeout: this.options.connectTimeoutMs });
       const tools = await this.listTools(client, timeout.signal);
@@ -136,6 +163,8 @@ export class McpServerConnection {
       await client.close().catch(() => undefined);
       const reason = timeout.signal.aborted ? `timed out after ${this.options.connectTimeoutMs / 1000} s` : (error as Error).message;
       this.fail(generation, reason);
+    } finally {
+      this.abortAttempt = undefined;
     }
   }
 
@@ -221,11 +250,11 @@ export class McpServerConnection {
    * A bound on connecting or listing, cleared once done: the SDK keeps its abort listener after a request is
    * answered, so an `AbortSignal.timeout` would later send `notifications/cancelled` for finished requests.
    */
-  private deadline(): { signal: AbortSignal; clear(): void } {
+  private deadline(): { signal: AbortSignal; clear(): void; abort(): void } {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error('timeout')), this.options.connectTimeoutMs);
     timer.unref();
-    return { signal: controller.signal, clear: () => clearTimeout(timer) };
+    return { signal: controller.signal, clear: () => clearTimeout(timer), abort: () => { clearTimeout(timer); controller.abort(new Error('stopped')); } };
   }
 
   private now(): number {
@@ -245,7 +274,7 @@ export class McpServerConnection {
     const delay = Math.min(this.options.maxReconnectMs ?? 60_000, base * 2 ** this.attempt) * (0.8 + Math.random() * 0.4);
     this.options.logger.debug({ mcpServer: this.options.name, attempt: this.attempt + 1, delayMs: Math.round(delay) }, 'MCP server reconnect scheduled');
     this.attempt++;
-    this.timer = setTimeout(() => void this.connect(), delay);
+    this.timer = setTimeout(() => this.attemptNow(), delay);
     this.timer.unref();
   }
 
@@ -296,6 +325,10 @@ export class McpServerConnection {
 
   private setState(state: McpState): void {
     this.state = state;
+    if (state !== 'connecting' && state !== 'reconnecting' && this.settling) {
+      this.settling.resolve();
+      this.settling = undefined;
+    }
     this.options.onChange?.();
   }
 }

@@ -3,6 +3,7 @@
 //   FIXTURE_MODE=crash   exits right after answering tools/list (a crash loop)
 //   FIXTURE_MODE=paged   answers tools/list three tools per page
 //   FIXTURE_GATE=<file>  exits at once while that file exists (a server that stays down)
+//   FIXTURE_DELAY_MS=<n> reads nothing for n ms before it answers (a slow start)
 //   FIXTURE_LOG=<file>   appends what happened (calls, cancellations)
 import { appendFileSync, existsSync } from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -50,6 +51,8 @@ export function fixtureServer(): McpServer {
 if (process.argv[1]?.endsWith('fixture-server.ts')) {
   if (process.env.FIXTURE_GATE && existsSync(process.env.FIXTURE_GATE)) { log('gated'); process.exit(5); }
   log('started');
+  // Requests sent meanwhile wait in the pipe, as with a server that loads for a while before reading stdin.
+  if (process.env.FIXTURE_DELAY_MS) await new Promise((resolve) => setTimeout(resolve, Number(process.env.FIXTURE_DELAY_MS)));
   if (process.env.FIXTURE_MODE === 'silent') {
     process.stdin.resume();
   } else {

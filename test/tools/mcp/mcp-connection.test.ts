@@ -1,3 +1,5 @@
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger, type Logger } from '../../../src/core/logger.ts';
@@ -67,6 +69,39 @@ describe('one MCP server connection', () => {
     await until(() => warnings() >= 2 && delays().length > seen + 1, 'a second outage', 12_000);
     expect(delays().slice(seen + 1).some((d) => d < 25)).toBe(true);
   }, 60_000);
+
+  it('the first attempt is connecting, later ones reconnecting; a wait for the attempt settles when it ends', async () => {
+    const gate = path.join(tmpdir(), `switchboard-gate-${process.pid}-${Date.now()}`);
+    writeFileSync(gate, '');
+    closers.push(async () => rmSync(gate, { force: true }));
+    // Every state after the first (onChange runs once inside start(), before `watched` is set).
+    const states: string[] = [];
+    let watched: McpServerConnection | undefined;
+    const { connection } = connect(stdio({ FIXTURE_GATE: gate }), { onChange: () => { if (watched) states.push(watched.status().state); } });
+    watched = connection;
+    const first = connection.whenSettled();
+    expect(connection.status().state).toBe('connecting');
+    await first;
+    expect(connection.status().state).toBe('failed');
+    expect(connection.whenSettled()).toBeUndefined();
+    await until(() => connection.status().state === 'reconnecting', 'a reconnect');
+    rmSync(gate);
+    await until(() => connection.status().state === 'ready', 'ready');
+    expect(states).not.toContain('connecting');
+    expect(states).toEqual(expect.arrayContaining(['failed', 'reconnecting', 'ready']));
+  }, 30_000);
+
+  it('stop() during an attempt ends it at once: a server that never answers is not left running', async () => {
+    const log = path.join(tmpdir(), `switchboard-fixture-${process.pid}-${Date.now()}.log`);
+    closers.push(async () => rmSync(log, { force: true }));
+    const { connection } = connect(stdio({ FIXTURE_MODE: 'silent', FIXTURE_LOG: log }), { connectTimeoutMs: 60_000 });
+    const pid = Number(await until(() => existsSync(log) && /^(\d+) started/m.exec(readFileSync(log, 'utf8'))?.[1], 'the server to start'));
+    const settled = connection.whenSettled()!;
+    await connection.stop();
+    await settled;
+    expect(connection.status().state).toBe('stopped');
+    await until(() => { try { process.kill(pid, 0); return false; } catch { return true; } }, 'the server to exit');
+  }, 30_000);
 
   it('tools/list_changed reads every page of the new list', async () => {
     const { connection, registry } = connect(stdio({ FIXTURE_MODE: 'paged' }));
