@@ -257,7 +257,10 @@ const mcpHttp = z.strictObject({
   connectTimeoutMs: z.number().int().positive().optional(),
 }).describe('Streamable HTTP');
 const mcp = z.strictObject({
-  /** How long connecting (start-up of a stdio server, `initialize`, `tools/list`) may take before the server counts as failed. */
+  /**
+   * How long connecting (start-up of a stdio server, `initialize`, `tools/list`) may take before the server counts as
+   * failed; also the longest a turn waits for a server still connecting (SPEC §11).
+   */
   connectTimeoutMs: z.number().int().positive().default(10_000),
   servers: z.record(mcpServerName, z.union([mcpStdio, mcpHttp])).default({}),
 });
