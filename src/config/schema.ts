@@ -333,9 +333,6 @@ export const configSchema = z.strictObject({
   limits: z.strictObject({
     perSender: z.strictObject({ perMinute: z.number().nonnegative().default(0), burst: z.number().int().nonnegative().default(0) }).prefault({}),
   }).prefault({}),
-  backgroundExecution: z.strictObject({
-    enabled: z.boolean().default(false),
-    maxConcurrentBackgroundTurns: z.number().int().positive().default(3),
   /** Replies the platform did not take (reset, timeout, 5xx, 429) are sent again (SPEC §16). */
   delivery: z.strictObject({
     /** Attempts in all for one platform call, the first included. */
@@ -344,6 +341,9 @@ export const configSchema = z.strictObject({
     retryBaseMs: z.number().int().min(0).max(60_000).default(500),
     retryMaxMs: z.number().int().min(0).max(600_000).default(30_000),
   }).prefault({}),
+  backgroundExecution: z.strictObject({
+    enabled: z.boolean().default(false),
+    maxConcurrentBackgroundTurns: z.number().int().positive().default(3),
     maxBatchesPerGoal: z.number().int().positive().default(10),
     autoResumeOnStartup: z.boolean().default(true),
     tokenBudget: z.number().int().nonnegative().default(128_000),

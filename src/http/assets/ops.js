@@ -27,7 +27,6 @@ function readyLine(readiness, failing) {
   return `Not ready (GET /readyz answers 503): ${readiness.failing.map(part).join('; ')}.`;
 }
 
-/** Channel and MCP cards, the readiness line and the nav badges, from a `/status` report. */
 /** Replies of one channel that the platform never took, with the latest one's reason (SPEC §16). */
 function undelivered(deliveries, name) {
   const count = deliveries?.failed?.[name] ?? 0;
@@ -37,6 +36,7 @@ function undelivered(deliveries, name) {
   return h('p', { class: 'error undelivered', 'data-undelivered': String(count), text: `${fmt(count)} repl${count === 1 ? 'y' : 'ies'} not delivered since start${detail}` });
 }
 
+/** Channel and MCP cards, the readiness line and the nav badges, from a `/status` report. */
 export function renderStatus(status) {
   const channels = status.channels;
   // The server's readiness names the failing channels when it is there; `api` is not one /readyz checks.
