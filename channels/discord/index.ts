@@ -10,6 +10,8 @@ import type { ChannelFactoryContext } from '../types.ts';
 import { botRoleIdsOf, factsOf } from './facts.ts';
 import { normalizeDiscordMessage } from './normalize.ts';
 import { discordNonce } from './nonce.ts';
+import { discordRetryVerdict } from './send-retry.ts';
+import { DEFAULT_DELIVERY_RETRY, retryDelivery } from '../../src/core/delivery-retry.ts';
 import { guardDispatches } from './packet-guard.ts';
 import { renderDiscord } from './render.ts';
 import { sendOverRest, ShardLeases } from './shard-leases.ts';
@@ -253,16 +255,27 @@ class DiscordChannel implements ChannelAdapter {
     // The same reply sent again (a replay after a crash) carries the same nonces: Discord posts it once.
     const text = chunks.join('\n');
     const nonces = chunks.map((_chunk, i) => discordNonce(replyTo, text, i, message.idempotencyKey));
+    const attempt = <T>(what: string, call: () => Promise<T>) => this.withRetry(what, call);
     if (this.shards && this.client) {
-      return sendOverRest(this.client, target.chatId, chunks, target.chatType !== 'direct' ? replyTo : undefined, nonces);
+      return sendOverRest(this.client, target.chatId, chunks, target.chatType !== 'direct' ? replyTo : undefined, nonces, attempt);
     }
-    const channel = await this.sendableChannel(target.chatId);
+    const channel = await attempt('fetchChannel', () => this.sendableChannel(target.chatId));
     // In a DM the reply reference only adds noise; in a busy channel it shows what is answered.
     const reference = replyTo && target.chatType !== 'direct' ? { reply: { messageReference: replyTo, failIfNotExists: false } } : {};
     for (const [i, content] of chunks.entries()) {
       const nonce = nonces[i];
-      await channel.send({ content, allowedMentions: ALLOWED_MENTIONS, ...(nonce ? { nonce, enforceNonce: true } : {}), ...(i === 0 ? reference : {}) });
+      await attempt<unknown>('createMessage', () => channel.send({ content, allowedMentions: ALLOWED_MENTIONS, ...(nonce ? { nonce, enforceNonce: true } : {}), ...(i === 0 ? reference : {}) }));
     }
+  }
+
+  /**
+   * One REST call of a delivery, tried again while Discord did not take it (`delivery.maxAttempts`); the
+   * chunk's nonce makes a retry of a message Discord did create answer with that message.
+   */
+  private withRetry<T>(what: string, call: () => Promise<T>): Promise<T> {
+    return retryDelivery(what, call, discordRetryVerdict, this.options.delivery ?? DEFAULT_DELIVERY_RETRY, {
+      onRetry: (notice) => this.logger.warn({ call: what, attempt: notice.attempt, attemptsLeft: notice.attemptsLeft, reason: notice.reason }, 'Discord did not take a delivery; trying again'),
+    });
   }
 
   async typing(target: DeliveryTarget): Promise<void> {

@@ -202,15 +202,21 @@ export class ShardLeases {
   }
 }
 
-/** A reply over REST alone (any replica; no gateway connection or cache needed). */
-export async function sendOverRest(client: Client, chatId: string, chunks: readonly string[], reference?: string, nonces: readonly (string | undefined)[] = []): Promise<void> {
+/**
+ * A reply over REST alone (any replica; no gateway connection or cache needed). `attempt` runs each chunk's
+ * call (the channel's retry of what Discord did not take).
+ */
+export async function sendOverRest(
+  client: Client, chatId: string, chunks: readonly string[], reference?: string, nonces: readonly (string | undefined)[] = [],
+  attempt: (what: string, call: () => Promise<unknown>) => Promise<unknown> = (_what, call) => call(),
+): Promise<void> {
   for (const [i, content] of chunks.entries()) {
     const nonce = nonces[i];
-    await client.rest.post(Routes.channelMessages(chatId), {
+    await attempt('createMessage', () => client.rest.post(Routes.channelMessages(chatId), {
       body: {
         content, allowed_mentions: { parse: [], replied_user: true }, ...(nonce ? { nonce, enforce_nonce: true } : {}),
         ...(i === 0 && reference ? { message_reference: { message_id: reference, fail_if_not_exists: false } } : {}),
       },
-    });
+    }));
   }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { App, type AllMiddlewareArgs, type Logger as BoltLogger, type webApi } from '@slack/bolt';
+import { App, webApi, type AllMiddlewareArgs, type Logger as BoltLogger } from '@slack/bolt';
 import type { SlackAccountConfig } from '../../src/config/resolved.ts';
 import type { ChannelAdapter, ChannelStatus, HttpRoute, InboundSink } from '../../src/core/channel-adapter.ts';
 import { ChannelError, type SwitchboardError } from '../../src/core/errors.ts';
@@ -15,6 +15,8 @@ import { DELIVERY_PROPERTY, SlackHttpReceiver, type DeliveryOutcome, type Receiv
 import { normalizeSlackEvent, tsOfMessageId, type SlackBotIdentity, type SlackEnvelope, type SlackMessageEvent } from './normalize.ts';
 import { renderSlackChunks } from './render.ts';
 import { SlackSocket } from './socket.ts';
+import { slackRetryVerdict } from './send-retry.ts';
+import { DEFAULT_DELIVERY_RETRY, retryDelivery } from '../../src/core/delivery-retry.ts';
 
 /** Options of {@link createSlackChannel}. */
 export interface SlackChannelOptions extends ChannelFactoryContext {
@@ -72,6 +74,11 @@ class SlackChannel implements ChannelAdapter {
   private readonly botThreads = new BoundedMap<string, BotThread>(5000);
   private readonly userNames = new BoundedMap<string, string | null>(5000);
   private app?: App;
+  /**
+   * The client of deliveries: no retries or rate-limit waits of its own, so that {@link withRetry} decides
+   * (with `delivery.maxAttempts`) what Slack did not take and tries it again.
+   */
+  private readonly sendClient: webApi.WebClient;
   private socket?: SlackSocket;
 
   constructor(options: SlackChannelOptions) {
@@ -87,6 +94,7 @@ class SlackChannel implements ChannelAdapter {
       timeout: 30_000,
       logger: this.bolt,
     };
+    this.sendClient = new webApi.WebClient(this.account.botToken, { ...this.clientOptions, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true });
     if (this.account.mode === 'http') {
       this.httpReceiver = new SlackHttpReceiver({ signingSecret: this.account.signingSecret, clock: options.clock, logger: this.logger, ackDeadlineMs: options.ackDeadlineMs, timers: options.timers });
     }
@@ -132,14 +140,14 @@ class SlackChannel implements ChannelAdapter {
 
   /** Renders to mrkdwn and posts each chunk; in channels, into the thread of the message answered. */
   async send(target: DeliveryTarget, message: OutboundMessage): Promise<void> {
-    const client = this.app?.client;
+    const client = this.app && this.sendClient;
     if (!client) throw new ChannelError('SLACK_NOT_RUNNING', `Slack account "${this.accountId}" is not running; the reply was not sent.`);
     const threadTs = message.threadId ?? target.threadId
       ?? (target.chatType === 'direct' ? undefined : tsOfMessageId(message.replyTo ?? target.replyToId));
     const chunks = renderSlackChunks(outboundText(message));
     for (const text of chunks) {
       try {
-        await client.chat.postMessage({ channel: target.chatId, text, ...(threadTs ? { thread_ts: threadTs } : {}) });
+        await this.withRetry('chat.postMessage', () => client.chat.postMessage({ channel: target.chatId, text, ...(threadTs ? { thread_ts: threadTs } : {}) }));
       } catch (error) {
         throw new ChannelError('SLACK_SEND_FAILED', `Slack chat.postMessage to ${target.chatId} failed (${describeSlackError(error)}).`, error);
       }
@@ -273,6 +281,13 @@ class SlackChannel implements ChannelAdapter {
   }
 
   /** The sender's display name (users.info, cached; waits at most 1.5 s; none when Slack has none). */
+  /** One Web API call of a delivery, tried again while Slack did not take it (`delivery.maxAttempts`). */
+  private withRetry<T>(what: string, call: () => Promise<T>): Promise<T> {
+    return retryDelivery(what, call, slackRetryVerdict, this.options.delivery ?? DEFAULT_DELIVERY_RETRY, {
+      onRetry: (notice) => this.logger.warn({ call: what, attempt: notice.attempt, attemptsLeft: notice.attemptsLeft, reason: notice.reason }, 'Slack did not take a delivery; trying again'),
+    });
+  }
+
   private async userName(client: webApi.WebClient, userId: string): Promise<string | undefined> {
     if (this.userNames.has(userId)) return this.userNames.get(userId) ?? undefined;
     const lookup = client.users.info({ user: userId }).then(

@@ -79,6 +79,15 @@ export interface FakeDiscord {
   readonly connections: number;
   /** Shards of the IDENTIFYs received (`[id, count]`), in order. */
   identifiedShards: unknown[];
+  /**
+   * Called with each REST call before it is handled; `true` cuts the connection without an answer (a reset
+   * before Discord took the request: nothing is recorded, nothing is done).
+   */
+  resetConnection?: (method: string, path: string, body: Record<string, any> | undefined) => boolean;
+  /** Connections cut by {@link resetConnection}. */
+  readonly resets: number;
+  /** The next REST call matching `match` is answered with this 5xx status (Discord's gateway being unwell). */
+  failOnce(match: (method: string, path: string) => boolean, status: number): void;
   /** The next REST call matching `match` is answered 429 with `retry_after` seconds. */
   rateLimitOnce(match: (method: string, path: string) => boolean, retryAfterSeconds?: number): void;
   /** Resolves with the first call (recorded or future) matching `match`. */
@@ -119,6 +128,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   const events = new EventEmitter();
   const sockets = new Set<WebSocket>();
   const rateLimits: { match: (method: string, path: string) => boolean; retryAfter: number }[] = [];
+  const failures: { match: (method: string, path: string) => boolean; status: number }[] = [];
+  let resets = 0;
   let port = 0;
   let seq = 0;
   let socket: WebSocket | undefined;
@@ -154,7 +165,14 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       else res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
       events.emit('call', call);
     };
+    if (fake.resetConnection?.(method, path, call.body)) {
+      resets++;
+      req.socket.destroy();
+      return;
+    }
     if (req.headers.authorization !== `Bot ${token}`) return reply(401, { message: '401: Unauthorized', code: 0 });
+    const failing = failures.findIndex((f) => f.match(method, path));
+    if (failing >= 0) return reply(failures.splice(failing, 1)[0]!.status, { message: 'Service Unavailable', code: 0 });
     const limited = rateLimits.findIndex((r) => r.match(method, path));
     if (limited >= 0) {
       const retryAfter = rateLimits.splice(limited, 1)[0]?.retryAfter ?? 0;
@@ -279,6 +297,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       return payload;
     },
     get connections() { return sockets.size; },
+    get resets() { return resets; },
+    failOnce(match, status) { failures.push({ match, status }); },
     identifiedShards: [],
     postOffline(fields) {
       const payload = messagePayload({

@@ -47,6 +47,13 @@ export interface FakeSlack {
   calls: SlackCall[];
   /** Display names for `users.info`. */
   users: Record<string, string>;
+  /**
+   * Called with each Web API call before it is answered; `true` cuts the connection without an answer (a
+   * reset before Slack took the request: nothing is recorded, nothing is done).
+   */
+  resetConnection?: (method: string, body: Record<string, unknown>) => boolean;
+  /** Connections cut by {@link resetConnection}. */
+  readonly resets: number;
   /** Queue a one-off answer for the next call of `method`. */
   script(method: string, reply: ScriptedReply): void;
   callsOf(method: string): SlackCall[];
@@ -113,6 +120,7 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
     },
   };
 
+  let resets = 0;
   const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     let raw = '';
     for await (const chunk of req) raw += chunk;
@@ -127,6 +135,11 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
     if (fake.down && method === 'apps.connections.open') {
       calls.push({ method, body, headers: req.headers, at: Date.now(), status: 503 });
       res.writeHead(503, { 'content-type': 'text/plain' }).end('Service Unavailable');
+      return;
+    }
+    if (fake.resetConnection?.(method, body)) {
+      resets++;
+      req.socket.destroy();
       return;
     }
     const scripted = scripts.get(method)?.shift();
@@ -179,6 +192,7 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
   });
 
   const fake: FakeSlack = {
+    get resets() { return resets; },
     down: false,
     revokeAppToken(error = 'token_revoked') { revoked = error; },
     dropSockets() { for (const ws of sockets) ws.terminate(); },
