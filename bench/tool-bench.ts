@@ -3,7 +3,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { z } from 'zod';
-import { toolSchemaTokens } from '../src/agent/context/tokens.ts';
+import { toolSchemaTokens } from '../src/tokens/tokens.ts';
 import { loadConfig } from '../src/config/load.ts';
 import { TOOL_PRESETS } from '../src/config/schema.ts';
 import { silentLogger } from '../src/core/logger.ts';

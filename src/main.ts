@@ -10,7 +10,7 @@ import { registerGatewayCommands } from './agent/commands/builtin-commands.ts';
 import { registerCheckedCommands } from './agent/commands/checked-commands.ts';
 import { turnLogObserver } from './accounting/turn-log.ts';
 import { AgentRuntime } from './agent/runtime.ts';
-import { preloadTokenizers } from './agent/context/tokens.ts';
+import { preloadTokenizers } from './tokens/tokens.ts';
 import type { ResolvedConfig } from './config/resolved.ts';
 import type { ChannelAdapter } from './core/channel-adapter.ts';
 import { systemClock, type Clock } from './core/clock.ts';

@@ -7,7 +7,7 @@ import type { Provider, ProviderResponse, ToolSchema } from '../providers/types.
 import type { SessionEntry } from '../sessions/entry.ts';
 import type { ActiveSession } from '../sessions/manager.ts';
 import type { BuiltContext } from './context/context.ts';
-import { countTokens } from './context/tokens.ts';
+import { countTokens } from '../tokens/tokens.ts';
 import { addUsage, scopedEvent, zeroUsage, type LlmCallEvent, type LlmCallKind, type TurnEvents, type TurnScope } from './turn-events.ts';
 import { formatCount } from '../core/plural.ts';
 

@@ -24,7 +24,7 @@ import { ProviderCaller, type ProviderCallRequest } from './provider-call.ts';
 import { goalRunContinues, RunSettler } from './run-settle.ts';
 import { ephemeralSessionOf, sessionInitOf } from './session-init.ts';
 import { isBackgroundKind, sourceIdOf } from './runs.ts';
-import { toolSchemaTokens } from './context/tokens.ts';
+import { toolSchemaTokens } from '../tokens/tokens.ts';
 import { scopedEvent, TurnEvents, zeroUsage, type TurnScope } from './turn-events.ts';
 import type { TurnInput } from './turn-input.ts';
 

@@ -1,5 +1,5 @@
 import type { AgentRuntime } from '../agent/runtime.ts';
-import type { WarmOptions } from '../agent/context/tokens.ts';
+import type { WarmOptions } from '../tokens/tokens.ts';
 import type { ResolvedConfig } from '../config/resolved.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Logger } from '../core/logger.ts';

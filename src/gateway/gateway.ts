@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { zeroUsage } from '../agent/turn-events.ts';
-import { warmTokenCounts } from '../agent/context/tokens.ts';
+import { warmTokenCounts } from '../tokens/tokens.ts';
 import type { ChannelAdapter, InboundSink, Submission, SubmitOptions, TurnResult } from '../core/channel-adapter.ts';
 import { isAbortError, SessionKeyError, ShuttingDownError, SwitchboardError, TurnAbortedError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';

@@ -1,6 +1,6 @@
 import { ProviderError } from '../core/errors.ts';
-import { withoutRuntimeLine } from '../agent/context/context.ts';
-import { countTokens } from '../agent/context/tokens.ts';
+import { withoutRuntimeLine } from '../core/runtime-line.ts';
+import { countTokens } from '../tokens/tokens.ts';
 import type { CallOptions, Provider, ProviderRequest, ProviderResponse } from './types.ts';
 
 /**

@@ -1,12 +1,12 @@
-import { withoutRuntimeLine } from '../context/context.ts';
 import { formatCount, plural } from '../../core/plural.ts';
+import { withoutRuntimeLine } from '../../core/runtime-line.ts';
 import { BudgetExceededError, isAbortError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { ActiveSession } from '../../sessions/manager.ts';
 import type { CommandRegistry } from './commands.ts';
 import type { CallScope, CompactionOutcome, ContextEngine } from '../context/context-engine.ts';
 import { calibrationKey } from '../context/token-calibration.ts';
-import { countTokens, encodingFor } from '../context/tokens.ts';
+import { countTokens, encodingFor } from '../../tokens/tokens.ts';
 import { zeroUsage } from '../turn-events.ts';
 
 

@@ -2,7 +2,7 @@ import { SwitchboardError } from '../../core/errors.ts';
 import type { ChatMessage } from '../../providers/types.ts';
 import type { TranscriptMessage } from '../../sessions/transcript.ts';
 import { messageTokensOf } from './context.ts';
-import { countTokens } from './tokens.ts';
+import { countTokens } from '../../tokens/tokens.ts';
 
 /** A summary could not be made; the session stays as it was and compaction is tried again later. */
 export class CompactionError extends SwitchboardError {

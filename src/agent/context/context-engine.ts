@@ -17,7 +17,7 @@ import { MAX_FLUSH_ROUNDS, memoryFileOf, memoryFlushPrompt } from './memory-flus
 import { Pruner, type PruneStats } from './pruning.ts';
 import { ephemeralSessionOf } from '../session-init.ts';
 import { calibrationKey, isPlausible, PromptPrediction, TokenCalibration } from './token-calibration.ts';
-import { chatMessageTokens, countRequestTokens, countTokens } from './tokens.ts';
+import { chatMessageTokens, countRequestTokens, countTokens } from '../../tokens/tokens.ts';
 import type { InputComponents, LlmCallKind } from '../turn-events.ts';
 import type { ProviderCallRequest } from '../provider-call.ts';
 import { formatCount } from '../../core/plural.ts';

@@ -1,9 +1,10 @@
 import type { AgentConfig } from '../../config/resolved.ts';
+import { RUNTIME_PREFIX } from '../../core/runtime-line.ts';
 import type { ChatMessage, ToolSchema } from '../../providers/types.ts';
 import type { SessionEntry } from '../../sessions/entry.ts';
 import type { TranscriptEntry, TranscriptMessage } from '../../sessions/transcript.ts';
 import { renderBootstrap, type BootstrapFile, type BootstrapLimits } from './bootstrap.ts';
-import { chatMessageTokens, countTokens, REQUEST_OVERHEAD, toolSchemaTokens } from './tokens.ts';
+import { chatMessageTokens, countTokens, REQUEST_OVERHEAD, toolSchemaTokens } from '../../tokens/tokens.ts';
 import type { InputComponents } from '../turn-events.ts';
 
 /** What a request is assembled from. */
@@ -39,14 +40,6 @@ export interface BuiltContext {
   kept: TranscriptMessage[];
   /** Summary of the last compaction, if any. */
   summary?: string;
-}
-
-/** Starts the line, at the head of each user message, that carries the time it was sent. */
-export const RUNTIME_PREFIX = '[Runtime]';
-
-/** A request's user message content without its runtime line: what the person wrote. */
-export function withoutRuntimeLine(content: string): string {
-  return content.startsWith(RUNTIME_PREFIX) ? content.slice(content.indexOf('\n') + 1) : content;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { TranscriptEntry, TranscriptMessage } from '../../sessions/transcript.ts';
 import { activeHistory, messageTokensOf, toChatMessage } from './context.ts';
-import { chatMessageTokens } from './tokens.ts';
+import { chatMessageTokens } from '../../tokens/tokens.ts';
 
 /** `agents.defaults.contextPruning` (ttl in milliseconds). */
 export interface PruningSettings {

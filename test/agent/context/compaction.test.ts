@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { planCompaction } from '../../../src/agent/context/compaction.ts';
-import { chatMessageTokens, countRequestTokens } from '../../../src/agent/context/tokens.ts';
+import { chatMessageTokens, countRequestTokens } from '../../../src/tokens/tokens.ts';
 import { z } from 'zod';
 import { defineTool } from '../../../src/tools/tool.ts';
 import type { TranscriptCompaction, TranscriptMessage } from '../../../src/sessions/transcript.ts';

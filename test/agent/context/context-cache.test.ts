@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BootstrapFile } from '../../../src/agent/context/bootstrap.ts';
 import { buildContext, type ContextInput } from '../../../src/agent/context/context.ts';
-import { countRequestTokens } from '../../../src/agent/context/tokens.ts';
+import { countRequestTokens } from '../../../src/tokens/tokens.ts';
 import type { AgentConfig } from '../../../src/config/resolved.ts';
 import type { ToolSchema } from '../../../src/providers/types.ts';
 import type { SessionEntry } from '../../../src/sessions/entry.ts';

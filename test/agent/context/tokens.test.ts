@@ -3,7 +3,7 @@ import { encode as encodeCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { describe, expect, it } from 'vitest';
 import { buildContext } from '../../../src/agent/context/context.ts';
 import { TokenCalibration } from '../../../src/agent/context/token-calibration.ts';
-import { chatMessageTokens, countRequestTokens, countTokens, encodingFor, MESSAGE_OVERHEAD } from '../../../src/agent/context/tokens.ts';
+import { chatMessageTokens, countRequestTokens, countTokens, encodingFor, MESSAGE_OVERHEAD } from '../../../src/tokens/tokens.ts';
 import type { SessionEntry } from '../../../src/sessions/entry.ts';
 import type { TranscriptEntry } from '../../../src/sessions/transcript.ts';
 

@@ -5,10 +5,10 @@ import fc from 'fast-check';
 import { countTokens as o200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { countTokens as cl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { describe, expect, it } from 'vitest';
-import { RUN_HARD_LIMIT, segmentEnds } from '../../../src/agent/context/token-segments.ts';
-import { countTokens, warmTokenCounts } from '../../../src/agent/context/tokens.ts';
+import { RUN_HARD_LIMIT, segmentEnds } from '../../src/tokens/token-segments.ts';
+import { countTokens, warmTokenCounts } from '../../src/tokens/tokens.ts';
 
-const root = path.resolve(import.meta.dirname, '../../..');
+const root = path.resolve(import.meta.dirname, '../..');
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
 const exact = (text: string, model: string) => (model === 'gpt-4' ? cl100k(text, AS_TEXT) : o200k(text, AS_TEXT));
 

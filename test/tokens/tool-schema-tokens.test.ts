@@ -1,8 +1,8 @@
 import { encode as encodeO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { encode as encodeCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { describe, expect, it } from 'vitest';
-import { encodingFor, TOOL_SCHEMA_OVERHEAD, toolSchemaTokens } from '../../../src/agent/context/tokens.ts';
-import type { ToolSchema } from '../../../src/providers/types.ts';
+import { encodingFor, TOOL_SCHEMA_OVERHEAD, toolSchemaTokens } from '../../src/tokens/tokens.ts';
+import type { ToolSchema } from '../../src/providers/types.ts';
 
 const schema = (description: string): ToolSchema => ({
   name: 'sessions_send', description, parameters: { type: 'object', properties: { key: { type: 'string', description: 'the session key' }, text: { type: 'string' } }, required: ['key', 'text'] },

@@ -1,11 +1,34 @@
 import { createRequire } from 'node:module';
 import { modelToEncodingMap } from 'gpt-tokenizer/mapping';
-import type { ChatMessage, ToolSchema } from '../../providers/types.ts';
-import type { ToolCall } from '../../sessions/transcript.ts';
 import { segmentEnds } from './token-segments.ts';
 
 /** Tokenizer encodings we count with. */
 export type Encoding = 'o200k_base' | 'cl100k_base';
+
+/** A tool call of an assistant message, as counted (a transcript's `ToolCall` has these and its id). */
+export interface CountedToolCall {
+  name: string;
+  /** JSON-encoded arguments. */
+  arguments: string;
+}
+
+/** What a chat message costs tokens for (a provider's `ChatMessage`). */
+export interface CountedMessage {
+  /** Its token is part of {@link MESSAGE_OVERHEAD}. */
+  role: string;
+  content: string;
+  name?: string;
+  toolCalls?: readonly CountedToolCall[];
+  /** The call a tool result answers; not counted. */
+  toolCallId?: string;
+}
+
+/** A tool schema as sent in `tools` (a provider's `ToolSchema`). */
+export interface CountedToolSchema {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
 
 /**
  * Tokens every chat message costs beyond its content: `<|start|>`, the role, `<|message|>` and `<|end|>`
@@ -28,8 +51,8 @@ const encodings = new Map<string, Encoding>();
  * The encoding for a model. Known OpenAI model names use gpt-tokenizer's own model table; other names are
  * matched by family (`gpt-4`, `gpt-3.5`, `text-embedding-ada/3` → `cl100k_base`; `gpt-4o`, `gpt-4.1`,
  * `gpt-5`, `o1`…`o4`, `gpt-oss` → `o200k_base`). **Fallback:** any other model (Llama, Qwen, Mistral,
- * Claude, Gemini, …) is counted with `o200k_base`, the closest general-purpose BPE we ship; the per-model
- * calibration factor ({@link TokenCalibration}) then corrects the difference using the usage the provider reports.
+ * Claude, Gemini, …) is counted with `o200k_base`, the closest general-purpose BPE we ship; the context engine's
+ * per-model calibration factor then corrects the difference using the usage the provider reports.
  */
 export function encodingFor(model: string): Encoding {
   let encoding = encodings.get(model);
@@ -172,14 +195,14 @@ function encode(text: string, encoding: Encoding): number {
 }
 
 /** Tokens of the tool calls of one assistant message. */
-export function toolCallTokens(calls: readonly ToolCall[] | undefined, model: string): number {
+export function toolCallTokens(calls: readonly CountedToolCall[] | undefined, model: string): number {
   let n = 0;
   for (const call of calls ?? []) n += countTokens(call.name, model) + countTokens(call.arguments, model) + TOOL_CALL_OVERHEAD;
   return n;
 }
 
 /** Tokens one chat message costs in a request: content, name, tool calls and the per-message overhead. */
-export function chatMessageTokens(message: ChatMessage, model: string): number {
+export function chatMessageTokens(message: CountedMessage, model: string): number {
   let n = MESSAGE_OVERHEAD + countTokens(message.content, model) + toolCallTokens(message.toolCalls, model);
   if (message.name) n += NAME_OVERHEAD + countTokens(message.name, model);
   return n;
@@ -189,10 +212,10 @@ export function chatMessageTokens(message: ChatMessage, model: string): number {
  * Per schema object and encoding: every new session counts the tools its requests carry, and the registry
  * makes a new schema object when a tool is registered again (schemas are never changed in place).
  */
-const schemaTokens = new WeakMap<ToolSchema, Partial<Record<Encoding, number>>>();
+const schemaTokens = new WeakMap<CountedToolSchema, Partial<Record<Encoding, number>>>();
 
 /** Tokens of one tool schema as sent in `tools` (an estimate: providers render schemas in their own format). */
-export function toolSchemaTokens(tool: ToolSchema, model: string): number {
+export function toolSchemaTokens(tool: CountedToolSchema, model: string): number {
   const encoding = encodingFor(model);
   let counts = schemaTokens.get(tool);
   const hit = counts?.[encoding];
@@ -207,7 +230,7 @@ export function toolSchemaTokens(tool: ToolSchema, model: string): number {
 }
 
 /** Our count of a whole request: every message, the tool schemas, and the reply priming. */
-export function countRequestTokens(messages: readonly ChatMessage[], tools: readonly ToolSchema[], model: string): number {
+export function countRequestTokens(messages: readonly CountedMessage[], tools: readonly CountedToolSchema[], model: string): number {
   let n = REQUEST_OVERHEAD;
   for (const m of messages) n += chatMessageTokens(m, model);
   for (const t of tools) n += toolSchemaTokens(t, model);
