@@ -1,4 +1,3 @@
-import type { TokenTotals } from '../../accounting/runtime-totals.ts';
 import type { Clock } from '../../core/clock.ts';
 import { didYouMean } from '../../core/did-you-mean.ts';
 import { formatCount, plural } from '../../core/plural.ts';
@@ -8,17 +7,27 @@ import type { CommandRegistry } from './commands.ts';
 /** Model lists are asked once per provider for this long (a failure is asked again next time). */
 const MODEL_LIST_TTL_MS = 10 * 60_000;
 
+/** The token sums `/usage` shows (the ledger's totals have these and more). */
+export interface UsageSums {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  totalTokens: number;
+  llmCalls: number;
+}
+
 /** What {@link registerCheckedCommands} reads. */
 export interface CheckedCommandSources {
   providers: ProviderRegistry;
   clock: Clock;
   /** Token totals of a session key across its resets (from the ledger; async in cluster mode). */
-  keyTotals(sessionKey: string): (TokenTotals & { sessions: number }) | Promise<TokenTotals & { sessions: number }>;
+  keyTotals(sessionKey: string): (UsageSums & { sessions: number }) | Promise<UsageSums & { sessions: number }>;
   /** Token totals of one session id of a key (from the ledger; async in cluster mode). */
-  sessionTotals(sessionKey: string, sessionId: string): TokenTotals | Promise<TokenTotals>;
+  sessionTotals(sessionKey: string, sessionId: string): UsageSums | Promise<UsageSums>;
 }
 
-const breakdown = (t: TokenTotals) => `input ${formatCount(t.inputTokens)} · output ${formatCount(t.outputTokens)} · cache read ${formatCount(t.cacheReadTokens)} · cache write ${formatCount(t.cacheWriteTokens)} · total ${formatCount(t.totalTokens)}`;
+const breakdown = (t: UsageSums) => `input ${formatCount(t.inputTokens)} · output ${formatCount(t.outputTokens)} · cache read ${formatCount(t.cacheReadTokens)} · cache write ${formatCount(t.cacheWriteTokens)} · total ${formatCount(t.totalTokens)}`;
 
 /** Asks a provider for its models, cached; `undefined` with a reason when it cannot be asked. */
 function modelLister(sources: CheckedCommandSources) {
