@@ -2,7 +2,7 @@
 // measured in the same run. Prints a table and writes bench/results/latest.json. Asserts nothing.
 //   BENCH_QUICK=1         smaller sizes (a quick look, not the reported figures)
 //   BENCH_SESSIONS=16     only these end-to-end levels (default 1,16,256)
-//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, store, startup, ledger, memory, context, cluster);
+//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, delivery, store, startup, ledger, memory, context, cluster);
 //                         `npm run bench -- cluster` names them on the command line
 // Memory runs first, while the process heap holds nothing else.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -16,13 +16,14 @@ import { runLedgerBench } from './ledger-bench.ts';
 import { runStoreBench } from './store-bench.ts';
 import { runToolBench } from './tool-bench.ts';
 import { runMcpBench } from './mcp-bench.ts';
+import { runDeliveryBench } from './delivery-bench.ts';
 
 const quick = process.env.BENCH_QUICK === '1';
 /** BENCH_SESSIONS=16 (or 1,16): only some of the end-to-end levels. */
 const sessionLevels = (process.env.BENCH_SESSIONS ?? '1,16,256').split(',').map(Number);
 // `npm run bench -- cluster` (or BENCH_ONLY=cluster): parts named on the command line. The cluster part needs
 // PostgreSQL (SWITCHBOARD_BENCH_POSTGRES or SWITCHBOARD_TEST_POSTGRES) and some 8 minutes; it is not in the default list.
-const only = new Set((process.argv[2] ?? process.env.BENCH_ONLY ?? 'e2e,tools,mcp,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
+const only = new Set((process.argv[2] ?? process.env.BENCH_ONLY ?? 'e2e,tools,mcp,delivery,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
 const root = path.resolve(import.meta.dirname, '..');
 const work = path.join(os.tmpdir(), `switchboard-bench-${process.pid}`);
 
@@ -84,6 +85,11 @@ async function main(): Promise<void> {
       const mcp = await runMcpBench({ dir: path.join(work, 'mcp'), calls: quick ? 200 : 1000 });
       results.mcp = mcp;
       table('1d. MCP: start-up with 3 stdio servers vs none (they connect in the background), and one no-op call through the gateway vs the SDK client alone', [mcp]);
+    }
+    if (only.has('delivery')) {
+      const delivery = await runDeliveryBench({ messages: quick ? 300 : 2000, users: quick ? 30 : 200 });
+      results.delivery = delivery;
+      table('1e. Delivery with one Bot API send in three cut before it is read (lost and duplicated must be 0)', [delivery]);
     }
     if (only.has('store')) {
       const store = await runStoreBench({ dir: work, sizes: quick ? [100, 10_000] : [100, 10_000, 100_000, 1_000_000], turns: quick ? 500 : 2000 });
