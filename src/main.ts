@@ -30,7 +30,7 @@ import { resumeInterruptedRuns } from './gateway/resume.ts';
 import { applyRekey, formerKeysOf, planRekey, routingFingerprint, type RekeyDeps } from './gateway/rekey.ts';
 import { createToolRegistry } from './tools/index.ts';
 import { McpHub } from './tools/mcp/mcp-hub.ts';
-import type { TimeoutHandle } from './tools/registry.ts';
+import type { TimeoutHandle } from './tools/timeout.ts';
 import { allSessions } from './sessions/scan.ts';
 import { createHttpApp, type HttpApp } from './http/app.ts';
 import { mountDashboard } from './http/dashboard.ts';

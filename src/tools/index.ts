@@ -4,7 +4,8 @@ import type { SessionEntry } from '../sessions/entry.ts';
 import type { SessionInit, SessionManager } from '../sessions/manager.ts';
 import type { TranscriptEntry } from '../sessions/transcript.ts';
 import { memoryTools } from './memory-tools.ts';
-import { realTimeout, ToolRegistry, type TimeoutHandle } from './registry.ts';
+import { ToolRegistry } from './registry.ts';
+import { realTimeout, type TimeoutHandle } from './timeout.ts';
 import type { SessionReader } from './session-access.ts';
 import { sessionTools } from './session-tools.ts';
 

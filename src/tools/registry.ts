@@ -4,18 +4,13 @@ import type { ToolSchema } from '../providers/types.ts';
 import type { ToolCall } from '../sessions/transcript.ts';
 import { enabledToolNames } from './presets.ts';
 import { ToolArrivals } from './tool-arrivals.ts';
+import { realTimeout, type TimeoutHandle } from './timeout.ts';
 import type { Tool, ToolAnswer, ToolContext, ToolOutcome } from './tool.ts';
 
 /** Arguments longer than this are refused before parsing (a model can emit anything). */
 export const MAX_ARGUMENT_CHARS = 256 * 1024;
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
-
-/** A cancellable timer signal; tests pass one they fire themselves. */
-export interface TimeoutHandle {
-  signal: AbortSignal;
-  clear(): void;
-}
 
 /** Options of {@link ToolRegistry}. */
 export interface ToolRegistryOptions {
@@ -164,14 +159,6 @@ function format(answer: ToolAnswer): string {
 
 function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
-}
-
-/** A real timer as a {@link TimeoutHandle}. */
-export function realTimeout(ms: number): TimeoutHandle {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new Error('tool timeout')), ms);
-  timer.unref?.();
-  return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }
 
 /** Settles with `work`, or rejects as soon as `signal` aborts (a tool that ignores its signal cannot hang the turn). */

@@ -8,7 +8,7 @@ import { buildSessionKey } from '../routing/session-key.ts';
 import { totalTokens, type SessionEntry } from '../sessions/entry.ts';
 import type { SessionInit } from '../sessions/manager.ts';
 import type { TranscriptEntry } from '../sessions/transcript.ts';
-import type { TimeoutHandle } from './registry.ts';
+import type { TimeoutHandle } from './timeout.ts';
 import { NOT_VISIBLE, SessionVisibility, type SessionReader } from './session-access.ts';
 import { defineTool, type Tool, type ToolContext } from './tool.ts';
 

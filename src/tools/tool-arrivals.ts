@@ -1,7 +1,7 @@
 import type { ToolPolicy } from '../config/schema.ts';
 import type { Logger } from '../core/logger.ts';
 import { policyMayInclude } from './presets.ts';
-import type { TimeoutHandle } from './registry.ts';
+import type { TimeoutHandle } from './timeout.ts';
 
 /** A group of tools on its way: an MCP server connecting, whose tools are registered once it is ready. */
 export interface ArrivingGroup {

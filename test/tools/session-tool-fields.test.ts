@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
-import type { TimeoutHandle } from '../../src/tools/registry.ts';
+import type { TimeoutHandle } from '../../src/tools/timeout.ts';
 import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { testConfig, tempDir } from '../helpers/gateway.ts';
 import { gatewayHttp } from '../helpers/gateway-http.ts';

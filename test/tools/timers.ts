@@ -1,4 +1,4 @@
-import type { TimeoutHandle } from '../../src/tools/registry.ts';
+import type { TimeoutHandle } from '../../src/tools/timeout.ts';
 
 /** Timeouts that fire only when the test says so (no waiting for time to pass). */
 export interface ManualTimers {
