@@ -21,6 +21,7 @@ import { StateLock, type StateOwner } from './core/state-lock.ts';
 import { ChannelSupervisor, type ChannelSupervisorOptions } from './gateway/channel-supervisor.ts';
 import { Gateway } from './gateway/gateway.ts';
 import { Inbox } from './gateway/inbox.ts';
+import type { TypingTimers } from './gateway/typing-loop.ts';
 import { mountAdminRoutes } from './http/admin-routes.ts';
 import { mountCliRoutes } from './http/cli-routes.ts';
 import { mountWebchatRoutes } from './http/webchat-routes.ts';
@@ -84,6 +85,8 @@ export interface StartOptions {
   supervision?: Pick<ChannelSupervisorOptions, 'timers' | 'backoff' | 'random' | 'watchMs'>;
   /** The wait after a poll that brought nothing readable (tests make it short; see ChannelFactoryContext). */
   pollBackoff?: { baseMs?: number; maxMs?: number };
+  /** Timers of the typing refresh (tests fire them themselves). */
+  typingTimers?: TypingTimers;
   /** Re-keying at start (tests): `afterStep` is called after each step, so a test can crash it half-way. */
   rekeyHooks?: Pick<RekeyDeps, 'afterStep'>;
 }
@@ -201,7 +204,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   const pending = inbox?.open() ?? [];
   const pairing = openPairingStore(config.store, { clock, pool: cluster?.pool });
   opened.push(() => pairing.close());
-  gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, ...(cluster ? {
+  gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, typingTimers: options.typingTimers, ...(cluster ? {
     queue: cluster.queue, onStop: (key: string) => cluster.broadcastStop(key),
     sharedGroupContext: new PgGroupContext({ pool: cluster.pool, limit: config.session.groupContextLimit }),
   } : {}) });

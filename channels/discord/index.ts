@@ -59,6 +59,8 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
 class DiscordChannel implements ChannelAdapter {
   readonly id = 'discord' as const;
   readonly accountId: string;
+  /** Typing shows for about 10 s (or until the bot's next message). */
+  readonly typingLapseMs = 10_000;
   private state: ChannelStatus = 'stopped';
   statusDetail?: string;
   /** The error behind a failure after start-up (the gateway closed for good), with its code for the supervisor. */

@@ -59,6 +59,8 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
 class TelegramChannel implements ChannelAdapter {
   readonly id = 'telegram' as const;
   readonly accountId: string;
+  /** A chat action shows for 5 s (or until the bot's next message). */
+  readonly typingLapseMs = 5000;
   private state: ChannelStatus = 'stopped';
   private detail?: string;
   /** Why getUpdates fails while polling is in an outage (grammy retries on its own); undefined when it answers. */

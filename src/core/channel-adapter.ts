@@ -90,6 +90,11 @@ export interface ChannelAdapter {
   send(target: DeliveryTarget, message: OutboundMessage): Promise<void>;
   /** Shows a typing indicator once (the gateway repeats it while a turn runs). */
   typing?(target: DeliveryTarget): Promise<void>;
+  /**
+   * How long one `typing` call shows on this platform (ms; Telegram 5 s, Discord about 10 s). The gateway
+   * refreshes the indicator a little before that; unset: 5 s.
+   */
+  readonly typingLapseMs?: number;
   /** HTTP routes this channel serves (webhook mode). */
   routes?(): HttpRoute[];
   /** The chat commands, for platforms that register them (Telegram `setMyCommands`). */

@@ -5,6 +5,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Logger } from '../core/logger.ts';
 import type { PairingStore } from '../routing/pairing.ts';
 import type { Inbox } from './inbox.ts';
+import type { TypingTimers } from './typing-loop.ts';
 import type { SharedGroupContext, SharedQueue } from './shared-queue.ts';
 
 /** Options of the `Gateway`; its `Admission` reads them too. */
@@ -21,8 +22,10 @@ export interface GatewayOptions {
   /** Called after `/stop` stopped a session here (cluster mode tells the other replicas). */
   onStop?: (key: string) => void;
   pairing?: PairingStore;
-  /** How often the typing indicator is refreshed while a turn runs (default 5 s). */
+  /** How often the typing indicator is refreshed while a turn runs (default: a little before the adapter's `typingLapseMs`). */
   typingIntervalMs?: number;
+  /** Timers of the typing refresh (tests fire them themselves). */
+  typingTimers?: TypingTimers;
   /** How long texts' token counts are warmed before their turn (tests inject a clock and yields). */
   warm?: WarmOptions;
 }

@@ -47,7 +47,7 @@ export class Gateway {
 
   constructor(options: GatewayOptions) {
     this.options = options;
-    this.outbound = new Outbound({ inbox: options.inbox, queue: options.queue, typingIntervalMs: options.typingIntervalMs, now: () => options.clock.now() });
+    this.outbound = new Outbound({ inbox: options.inbox, queue: options.queue, typingIntervalMs: options.typingIntervalMs, typingTimers: options.typingTimers, now: () => options.clock.now() });
     this.lanes = new LaneScheduler({ maxConcurrent: options.config.agentDefaults.maxConcurrent });
     this.background = new BackgroundRuns(options.config.backgroundExecution.maxConcurrentBackgroundTurns);
     this.groupContext = new GroupContextBuffer({ limit: options.config.session.groupContextLimit });
@@ -213,10 +213,10 @@ export class Gateway {
             logger: logger.child({ sessionKey: key }),
             lendSlot: (work) => this.lanes.lend(work),
           });
-          stopTyping();
+          await stopTyping();
           await this.outbound.deliverReplies(message, result.replies, logger, durable, replay?.sent ?? 0, job);
         } catch (error) {
-          stopTyping();
+          await stopTyping();
           if (await this.options.queue?.lockLost()) {
             // Another replica takes the session over and runs this message again: nothing more from here.
             logger.warn({ err: error, sessionKey: key }, 'the session lock was lost during the turn; another replica runs it again');
@@ -226,7 +226,7 @@ export class Gateway {
             if (this.closing && isAbortError(error)) finished = false;
           }
         } finally {
-          stopTyping();
+          void stopTyping();
           // What the turn asks to queue is journaled before the turn is marked done, so a crash in between loses
           // nothing; ids derived from this message make the follow-ups of a replayed turn duplicates.
           if (finished && result) await this.followUp(message, key, result, logger).catch((err: unknown) => logger.error({ err }, 'could not queue the follow-up of a turn'));

@@ -2,6 +2,7 @@ import type { ChannelAdapter } from '../core/channel-adapter.ts';
 import type { Logger } from '../core/logger.ts';
 import { targetOf, type InboundMessage, type OutboundMessage } from '../core/message.ts';
 import { deliveryKey, type Inbox } from './inbox.ts';
+import { DEFAULT_TYPING_LAPSE_MS, startTypingLoop, typingRefreshMs, type TypingTimers } from './typing-loop.ts';
 import type { QueuedJob, SharedQueue } from './shared-queue.ts';
 
 /** A reply the platform never took, even after the channel's retries (SPEC §16: logged, counted, shown). */
@@ -28,7 +29,7 @@ export class Outbound {
   /** The last given-up replies, newest last. */
   readonly recentFailures: DeliveryFailure[] = [];
 
-  constructor(private readonly options: { inbox?: Inbox; queue?: SharedQueue; typingIntervalMs?: number; now?: () => number }) {}
+  constructor(private readonly options: { inbox?: Inbox; queue?: SharedQueue; typingIntervalMs?: number; typingTimers?: TypingTimers; now?: () => number }) {}
 
   add(adapter: ChannelAdapter): void {
     this.adapters.set(`${adapter.id}:${adapter.accountId}`, adapter);
@@ -84,15 +85,18 @@ export class Outbound {
     if (this.recentFailures.length > RECENT_FAILURES) this.recentFailures.shift();
   }
 
-  startTyping(message: InboundMessage, logger: Logger): () => void {
+  /**
+   * Shows the typing indicator in the message's chat now and again before it lapses (the adapter's
+   * `typingLapseMs`; `typingIntervalMs` overrides), through model calls and tool calls alike, until the returned
+   * function is called; that resolves once a refresh in flight settled, so the reply is not followed by one.
+   */
+  startTyping(message: InboundMessage, logger: Logger): () => Promise<void> {
     const adapter = this.adapterFor(message.channel, message.accountId);
-    if (!adapter?.typing) return () => undefined;
+    if (!adapter?.typing) return () => Promise.resolve();
     const target = targetOf(message);
-    const tick = () => { adapter.typing!(target).catch((err: unknown) => logger.debug({ err }, 'typing indicator failed')); };
-    tick();
-    const timer = setInterval(tick, this.options.typingIntervalMs ?? 5000);
-    timer.unref();
-    return () => clearInterval(timer);
+    const interval = this.options.typingIntervalMs ?? typingRefreshMs(adapter.typingLapseMs ?? DEFAULT_TYPING_LAPSE_MS);
+    const loop = startTypingLoop(() => adapter.typing!(target), interval, (err) => logger.debug({ err }, 'typing indicator failed'), this.options.typingTimers);
+    return () => loop.stop();
   }
 }
 
