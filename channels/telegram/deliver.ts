@@ -23,11 +23,11 @@ function isSizeError(error: GrammyError): boolean {
 }
 
 /** Telegram chat ids are numbers (at most 52 bits); anything else (a `@channelusername`) passes as is. */
-function chatIdOf(target: DeliveryTarget): number | string {
+export function chatIdOf(target: DeliveryTarget): number | string {
   return /^-?\d{1,16}$/.test(target.chatId) ? Number(target.chatId) : target.chatId;
 }
 
-function threadOf(target: DeliveryTarget, message?: OutboundMessage): { message_thread_id?: number } {
+export function threadOf(target: DeliveryTarget, message?: OutboundMessage): { message_thread_id?: number } {
   const thread = Number(message?.threadId ?? target.threadId);
   return Number.isSafeInteger(thread) && thread > 0 ? { message_thread_id: thread } : {};
 }

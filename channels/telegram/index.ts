@@ -10,6 +10,7 @@ import type { DeliveryTarget, InboundMessage, OutboundMessage } from '../../src/
 import type { ChannelFactoryContext } from '../types.ts';
 import { deliverMessage, sendTyping, telegramCommands } from './deliver.ts';
 import { telegramCallRetry } from './send-retry.ts';
+import { telegramLiveCalls } from './live.ts';
 import { DEFAULT_DELIVERY_RETRY } from '../../src/core/delivery-retry.ts';
 import { TIMED_OUT, withDeadline } from '../../src/core/deadline.ts';
 import { ElectedPoller } from './elected-poller.ts';
@@ -141,6 +142,9 @@ class TelegramChannel implements ChannelAdapter {
   async send(target: DeliveryTarget, message: OutboundMessage): Promise<void> {
     await deliverMessage(this.api(), target, message);
   }
+
+  /** Replies shown while they are written: sendMessage, then editMessageText (SPEC §16). */
+  readonly live = telegramLiveCalls(() => this.api());
 
   async typing(target: DeliveryTarget): Promise<void> {
     await sendTyping(this.api(), target);

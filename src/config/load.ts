@@ -6,6 +6,7 @@ import { ConfigError } from '../core/errors.ts';
 import { validateBindings } from './validate-bindings.ts';
 import { describeConfigIssue, describeSyntaxError } from './config-errors.ts';
 import { configSchema, type ParsedConfig } from './schema.ts';
+import { resolveStreaming, type StreamingSetting } from './streaming.ts';
 import type {
   ChannelAccountConfig, DiscordAccountConfig, ResolvedConfig, SlackAccountConfig, TelegramAccountConfig,
 } from './resolved.ts';
@@ -245,7 +246,7 @@ function normalizeSlackApiUrl(url: string): string {
   return url.endsWith('/') ? url : `${url}/`;
 }
 
-type AccountFields = { maxInboundChars?: number; enabled?: boolean; dmPolicy?: ChannelAccountConfig['dmPolicy']; allowFrom?: string[]; groupPolicy?: ChannelAccountConfig['groupPolicy']; requireMention?: boolean };
+type AccountFields = { maxInboundChars?: number; streaming?: StreamingSetting; enabled?: boolean; dmPolicy?: ChannelAccountConfig['dmPolicy']; allowFrom?: string[]; groupPolicy?: ChannelAccountConfig['groupPolicy']; requireMention?: boolean };
 
 function expandAccounts<B extends AccountFields & { dmPolicy: ChannelAccountConfig['dmPolicy']; allowFrom: string[]; groupPolicy: ChannelAccountConfig['groupPolicy']; requireMention: boolean }, A extends AccountFields>(
   base: B, accounts: Record<string, A>, tokenField: string, specific: (base: B, account: A) => Record<string, unknown>,
@@ -266,6 +267,7 @@ function expandAccounts<B extends AccountFields & { dmPolicy: ChannelAccountConf
       groupPolicy: account.groupPolicy ?? base.groupPolicy,
       requireMention: account.requireMention ?? base.requireMention,
       maxInboundChars: account.maxInboundChars ?? base.maxInboundChars,
+      streaming: resolveStreaming(account.streaming, base.streaming),
       groups: [],
       ...fields,
     });

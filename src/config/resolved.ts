@@ -1,3 +1,4 @@
+import type { StreamingConfig } from './streaming.ts';
 import type { AgentDefaults, DmPolicy, GroupPolicy, ParsedConfig, ProviderConfig, SessionConfig, ToolPolicy } from './schema.ts';
 
 /** One bot identity of a platform, channel defaults merged with the account's own fields. */
@@ -12,6 +13,8 @@ export interface ChannelAccountConfig {
   requireMention: boolean;
   /** Longest inbound text (characters) this account takes; unset: `gateway.maxInboundChars`. */
   maxInboundChars?: number;
+  /** Replies shown while they are written (SPEC §16); unset: the defaults. */
+  streaming?: StreamingConfig;
 }
 
 export interface TelegramAccountConfig extends ChannelAccountConfig {

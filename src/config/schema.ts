@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { streamingSetting } from './streaming.ts';
 
 const dmScope = z.enum(['main', 'per-peer', 'per-channel-peer', 'per-account-channel-peer']);
 const dmPolicy = z.enum(['pairing', 'allowlist', 'open', 'disabled']);
@@ -151,6 +152,8 @@ const commonChannel = {
   requireMention: z.boolean().default(true),
   /** Longest inbound message text (characters); defaults to `gateway.maxInboundChars`. */
   maxInboundChars: z.number().int().positive().optional(),
+  /** Replies shown while they are written (SPEC §16). */
+  streaming: streamingSetting,
 };
 const maxInboundChars = z.number().int().positive().optional();
 

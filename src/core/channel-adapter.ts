@@ -70,6 +70,23 @@ export interface HttpRoute {
  */
 export type ChannelStatus = 'starting' | 'running' | 'standby' | 'stopped' | 'failed' | 'disabled';
 
+/**
+ * A reply shown while it is written (SPEC §16), in the platform's own calls: the gateway decides when
+ * (`src/gateway/live-reply.ts`); the channel renders, posts and edits. Every part is a whole message in
+ * valid markup, whatever prefix of an answer it was rendered from.
+ */
+export interface LiveReplyCalls {
+  /**
+   * The messages `message` becomes on this platform, rendered and split as {@link ChannelAdapter.send} would
+   * (a part with no visible text is left out). Pure.
+   */
+  render(message: OutboundMessage): string[];
+  /** Posts one rendered part (into the target's thread; `replyTo` the message it answers, for the first part). Resolves with its message id. */
+  post(target: DeliveryTarget, part: string, options: { replyTo?: string; threadId?: string }): Promise<string>;
+  /** Replaces the text of a posted message with a rendered part. A platform's "not modified" is not an error. */
+  edit(target: DeliveryTarget, messageId: string, part: string): Promise<void>;
+}
+
 /** One bot identity on one platform. Created by `channels/<name>/index.ts`. */
 export interface ChannelAdapter {
   readonly id: ChannelId;
@@ -88,6 +105,8 @@ export interface ChannelAdapter {
   stop(): Promise<void>;
   /** Delivers one reply. */
   send(target: DeliveryTarget, message: OutboundMessage): Promise<void>;
+  /** Post-and-edit calls for replies shown while they are written (SPEC §16); absent: replies are sent whole. */
+  readonly live?: LiveReplyCalls;
   /** Shows a typing indicator once (the gateway repeats it while a turn runs). */
   typing?(target: DeliveryTarget): Promise<void>;
   /**

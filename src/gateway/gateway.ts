@@ -14,6 +14,7 @@ import { Outbound, type DeliveryFailure } from './outbound.ts';
 import type { QueuedJob } from './shared-queue.ts';
 import type { PendingMessage } from './inbox.ts';
 import { LaneScheduler } from './lanes.ts';
+import { LiveTurns, type LiveTurn } from './live-turn.ts';
 import { BackgroundRuns } from './background-runs.ts';
 import { internalMessage } from '../core/internal-message.ts';
 import type { InternalRoute } from '../core/message.ts';
@@ -23,6 +24,14 @@ import { TIMED_OUT, withDeadline } from '../core/deadline.ts';
 
 /** Channels whose messages are journaled for replay (platform deliveries and internal work, with no caller waiting). */
 const DURABLE_CHANNELS = new Set(['telegram', 'discord', 'slack', 'internal']);
+
+/** A message run again after a stop: replies the platform has, messages its live reply posted. */
+type Replay = { replayed: true; sent: number; live?: string[] };
+
+/** Both receivers of a turn's text deltas (the web chat's stream, a live reply). */
+function bothDeltas(a?: (text: string) => void, b?: (text: string) => void): ((text: string) => void) | undefined {
+  return a && b ? (text) => { a(text); b(text); } : a ?? b;
+}
 
 /** Texts from this length on have their token counts warmed before their turn. */
 const WARM_FROM_CHARS = 256;
@@ -41,6 +50,8 @@ export class Gateway {
   private readonly outbound: Outbound;
   private readonly groupContext: GroupContextBuffer;
   private readonly admission: Admission;
+  /** Replies shown while they are written (SPEC §16). */
+  private readonly live: LiveTurns;
   /** The agents' models, whose encodings long texts are warmed for. */
   private readonly models: string[];
   private closing = false;
@@ -52,6 +63,7 @@ export class Gateway {
     this.background = new BackgroundRuns(options.config.backgroundExecution.maxConcurrentBackgroundTurns);
     this.groupContext = new GroupContextBuffer({ limit: options.config.session.groupContextLimit });
     this.models = [...new Set(options.config.agents.map((a) => a.model))];
+    this.live = new LiveTurns({ config: options.config, clock: options.clock, timers: options.liveTimers, events: options.runtime.events, logger: options.logger });
     this.admission = new Admission({
       options, stats: this.stats, outbound: this.outbound, groupContext: this.groupContext, sessionKeyOf: (message) => this.sessionKeyOf(message),
       runImmediate: (message, key, correlationId, logger) => this.runImmediate(message, key, correlationId, logger),
@@ -143,7 +155,7 @@ export class Gateway {
 
   /** Re-queues messages the journal says were accepted but never answered (after a crash or a stop). */
   replay(pending: PendingMessage[]): number {
-    for (const { message, correlationId, sent } of pending) {
+    for (const { message, correlationId, sent, live } of pending) {
       const logger = this.options.logger.child({ correlationId, channel: message.channel, accountId: message.accountId });
       let key: string;
       try {
@@ -152,7 +164,7 @@ export class Gateway {
         continue;
       }
       logger.info({ sessionKey: key }, 'replaying a message accepted before the last stop');
-      void this.enqueue(message, key, correlationId, {}, logger, true, { replayed: true, sent: sent ?? 0 });
+      void this.enqueue(message, key, correlationId, {}, logger, true, { replayed: true, sent: sent ?? 0, ...(live?.length ? { live } : {}) });
     }
     return pending.length;
   }
@@ -186,18 +198,19 @@ export class Gateway {
   }
 
   private enqueue(
-    message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: { replayed: true; sent: number }, job?: QueuedJob,
+    message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: Replay, job?: QueuedJob,
   ): Promise<TurnResult | undefined> {
     const onLane = () => this.enqueueOnLane(message, key, correlationId, options, logger, durable, replay, job);
     return isBackgroundKind(message.internal?.kind) ? this.background.schedule(key, onLane) : onLane();
   }
 
   private enqueueOnLane(
-    message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: { replayed: true; sent: number }, job?: QueuedJob,
+    message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: Replay, job?: QueuedJob,
   ): Promise<TurnResult | undefined> {
     return new Promise((resolve) => {
       this.lanes.enqueue(key, (laneSignal) => this.exclusive(key, async () => {
         const stopTyping = this.outbound.startTyping(message, logger);
+        const live = this.startLive(message, correlationId, logger, durable && !job, replay);
         let result: TurnResult | undefined;
         let finished = true;
         try {
@@ -208,15 +221,18 @@ export class Gateway {
             logger.debug({ chars: message.text.length, replayed: Boolean(replay) }, 'token counts warmed before the turn');
           }
           result = await this.options.runtime.runTurn({
-            message, sessionKey: key, correlationId, signal: laneSignal, clientSignal: options.signal, onDelta: options.onDelta, replayed: Boolean(replay),
+            message, sessionKey: key, correlationId, signal: laneSignal, clientSignal: options.signal, onDelta: bothDeltas(options.onDelta, live?.onDelta), replayed: Boolean(replay),
             groupContext: message.chatType === 'direct' ? undefined : await (this.options.sharedGroupContext?.take(key) ?? this.groupContext.take(key)),
             logger: logger.child({ sessionKey: key }),
             lendSlot: (work) => this.lanes.lend(work),
           });
           await stopTyping();
-          await this.outbound.deliverReplies(message, result.replies, logger, durable, replay?.sent ?? 0, job);
+          await this.outbound.deliverReplies(message, result.replies, logger, durable, replay?.sent ?? 0, job, live);
+          // No reply to finish it with (a skipped turn): the live reply stops where it is.
+          await live?.abandon();
         } catch (error) {
           await stopTyping();
+          await live?.abandon();
           if (await this.options.queue?.lockLost()) {
             // Another replica takes the session over and runs this message again: nothing more from here.
             logger.warn({ err: error, sessionKey: key }, 'the session lock was lost during the turn; another replica runs it again');
@@ -240,6 +256,15 @@ export class Gateway {
         resolve(undefined);
       }), () => resolve(undefined));
     });
+  }
+
+  /** The turn's live reply where its chat streams; a replay's journaled posts are edited, not posted again. */
+  private startLive(message: InboundMessage, correlationId: string, logger: Logger, journal: boolean, replay?: Replay): LiveTurn | undefined {
+    // A replay whose answer the platform already has shows nothing more.
+    if (replay && replay.sent > 0) return undefined;
+    const inbox = this.options.inbox;
+    const onPosted = journal && inbox ? (ids: readonly string[]) => inbox.live(message, ids) : undefined;
+    return this.live.start(message, correlationId, this.outbound.adapterFor(message.channel, message.accountId), logger, replay?.live, onPosted);
   }
 
   /** A goal run's next background batch, or a sub-agent's final answer for its parent. */

@@ -15,7 +15,9 @@ type Record =
   | { op: 'done'; key: string; at: number }
   | { op: 'seen'; key: string; at: number }
   /** How many of the message's replies the platform has accepted so far. */
-  | { op: 'sent'; key: string; at: number; count: number };
+  | { op: 'sent'; key: string; at: number; count: number }
+  /** The messages posted so far for the message's live reply (SPEC §16), edited into the answer by a replay. */
+  | { op: 'live'; key: string; at: number; ids: string[] };
 
 /** A message accepted but not finished, as replayed at start. */
 export interface PendingMessage {
@@ -23,6 +25,8 @@ export interface PendingMessage {
   correlationId: string;
   /** Replies already delivered before the stop (a replay does not send them again). */
   sent?: number;
+  /** Messages of a live reply already posted (a replay edits them instead of posting a copy). */
+  live?: string[];
 }
 
 /** Options of {@link Inbox}. */
@@ -113,6 +117,14 @@ export class Inbox {
     await this.write(record);
   }
 
+  /** Records the messages posted so far for a pending message's live reply. */
+  async live(message: InboundMessage, ids: readonly string[]): Promise<void> {
+    const record: Record = { op: 'live', key: deliveryKey(message), at: this.options.clock.now(), ids: [...ids] };
+    if (!this.pending.has(record.key)) return;
+    this.apply(record);
+    await this.write(record);
+  }
+
   /** Marks a message answered (or given up on). */
   async done(message: InboundMessage): Promise<void> {
     const record: Record = { op: 'done', key: deliveryKey(message), at: this.options.clock.now() };
@@ -151,6 +163,9 @@ export class Inbox {
     } else if (record.op === 'sent') {
       const pending = this.pending.get(record.key);
       if (pending) pending.sent = Math.max(pending.sent ?? 0, record.count);
+    } else if (record.op === 'live') {
+      const pending = this.pending.get(record.key);
+      if (pending && record.ids.length >= (pending.live?.length ?? 0)) pending.live = record.ids;
     } else {
       this.pending.delete(record.key);
       this.seen.delete(record.key);
@@ -179,6 +194,7 @@ export class Inbox {
     const lines: string[] = [];
     for (const [key, at] of this.seen) lines.push(JSON.stringify({ op: 'seen', key, at }));
     for (const [key, p] of this.pending) lines.push(JSON.stringify({ op: 'in', key, at: p.message.receivedAt, message: p.message, correlationId: p.correlationId, ...(p.sent ? { sent: p.sent } : {}) }));
+    for (const [key, p] of this.pending) if (p.live?.length) lines.push(JSON.stringify({ op: 'live', key, at: p.message.receivedAt, ids: p.live }));
     const tmp = `${this.options.file}.tmp`;
     this.out?.close();
     this.out = undefined;

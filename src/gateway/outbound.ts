@@ -3,6 +3,7 @@ import type { Logger } from '../core/logger.ts';
 import { targetOf, type InboundMessage, type OutboundMessage } from '../core/message.ts';
 import { deliveryKey, type Inbox } from './inbox.ts';
 import { DEFAULT_TYPING_LAPSE_MS, startTypingLoop, typingRefreshMs, type TypingTimers } from './typing-loop.ts';
+import type { LiveTurn } from './live-turn.ts';
 import type { QueuedJob, SharedQueue } from './shared-queue.ts';
 
 /** A reply the platform never took, even after the channel's retries (SPEC §16: logged, counted, shown). */
@@ -43,7 +44,7 @@ export class Outbound {
    * Sends a turn's replies, journaling each one the platform accepted, so a replay after a stop sends only
    * those it had not (a crash between the platform's acceptance and the journal line can still repeat one).
    */
-  async deliverReplies(message: InboundMessage, replies: readonly OutboundMessage[], logger: Logger, durable: boolean, alreadySent: number, job?: QueuedJob): Promise<void> {
+  async deliverReplies(message: InboundMessage, replies: readonly OutboundMessage[], logger: Logger, durable: boolean, alreadySent: number, job?: QueuedJob, live?: LiveTurn): Promise<void> {
     if (alreadySent > 0) logger.info({ skipped: Math.min(alreadySent, replies.length) }, 'replay: replies the platform already has are not sent again');
     for (let i = alreadySent; i < replies.length; i++) {
       // Cluster mode: recorded through the session lock's connection, so a replica that lost it sends nothing more.
@@ -51,10 +52,24 @@ export class Outbound {
       const reply = replies[i] as OutboundMessage;
       // The same reply of the same message keeps its key across a replay: a channel can make the resend idempotent.
       const keyed = message.channel === 'internal' ? reply : { ...reply, idempotencyKey: `${deliveryKey(message)}:${i}` };
-      if (!(await this.deliver(message, keyed, logger))) continue;
+      // The first reply of a streamed turn is finished by editing what was posted live (SPEC §16).
+      const delivered = i === 0 && live ? await this.finishLive(message, keyed, live, logger) : await this.deliver(message, keyed, logger);
+      if (!delivered) continue;
       if (job) await this.options.queue?.sent(job, i + 1);
       else if (durable) await this.options.inbox?.sent(message, i + 1).catch((err: unknown) => logger.warn({ err }, 'could not journal a sent reply'));
     }
+  }
+
+  /** Makes a live reply the complete answer; sends it the ordinary way when nothing was posted live. */
+  private async finishLive(message: InboundMessage, reply: OutboundMessage, live: LiveTurn, logger: Logger): Promise<boolean> {
+    try {
+      if (await live.finish(reply)) return true;
+    } catch (error) {
+      logger.error({ err: error, chatId: message.chatId }, 'the final edit of a live reply could not be delivered; given up');
+      this.recordFailure(targetOf(message), error, message.correlationId ?? correlationIdOf(logger));
+      return false;
+    }
+    return this.deliver(message, reply, logger);
   }
 
   async deliver(message: InboundMessage, reply: OutboundMessage, logger: Logger): Promise<boolean> {

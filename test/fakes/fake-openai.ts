@@ -34,6 +34,8 @@ export interface FakeReply {
    * one chunk with the call's id and name (as OpenAI streams them), the calls one after another.
    */
   splitArguments?: number;
+  /** Streaming only: wait this long before each piece of the content (ms), as a model producing tokens at a pace. */
+  chunkDelayMs?: number;
 }
 
 /** A fake OpenAI-compatible server on 127.0.0.1: records every request; replies from a script or a function. */
@@ -103,7 +105,13 @@ export async function startFakeOpenAI(fallback?: (request: RecordedRequest) => F
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...reply.headers });
     const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices, ...extra })}\n\n`);
     chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
-    for (const piece of content.match(/\S+\s*|\s+/g) ?? []) chunk([{ index: 0, delta: { content: piece }, finish_reason: null }]);
+    let gone = false;
+    res.once('close', () => { gone = true; });
+    for (const piece of content.match(/\S+\s*|\s+/g) ?? []) {
+      if (reply.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, reply.chunkDelayMs));
+      if (gone) return;
+      chunk([{ index: 0, delta: { content: piece }, finish_reason: null }]);
+    }
     if (toolCalls && reply.splitArguments) {
       const size = reply.splitArguments;
       for (const c of toolCalls) {

@@ -50,6 +50,15 @@ export interface FakeTelegram {
   failNext(method: string, failure: TelegramFailure, match?: (body: Record<string, unknown>) => boolean): void;
   /** Calls of one method. */
   callsOf(method: string): TelegramCall[];
+  /** What each message the bot sent shows now, edits applied, by `<chat_id>:<message_id>` (HTML as sent). */
+  readonly shown: Map<string, { text: string; parseMode?: string }>;
+  /**
+   * As Telegram's flood control: an `editMessageText` of a chat less than `minIntervalMs` after the last
+   * one of that chat is answered 429 with `retry_after` (seconds). Off when undefined.
+   */
+  editLimit?: { minIntervalMs: number; retryAfter: number };
+  /** Edits answered 429 by {@link editLimit}. */
+  readonly editsLimited: number;
   /** Resolves with the first call (past or future) of `method` matching `match`; rejects after `timeoutMs`. */
   waitFor(method: string, match?: (call: TelegramCall) => boolean, timeoutMs?: number): Promise<TelegramCall>;
   close(): Promise<void>;
@@ -109,6 +118,9 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
   const calls: TelegramCall[] = [];
   let nextUpdateId = 1;
   let nextMessageId = 5000;
+  const shown = new Map<string, { text: string; parseMode?: string }>();
+  const lastEditAt = new Map<string, number>();
+  let editsLimited = 0;
 
   const available = (offset: number, limit: number) => {
     const out = queue.filter((q) => q.forced || q.update.update_id >= offset).slice(0, limit);
@@ -138,11 +150,43 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
     setMyCommands: () => true,
     sendChatAction: () => true,
     sendMessage: (b) => ({
-      message_id: nextMessageId++, date: Math.floor(Date.now() / 1000), from: bot,
+      message_id: remember(b, nextMessageId++), date: Math.floor(Date.now() / 1000), from: bot,
       chat: { id: Number(b.chat_id), type: Number(b.chat_id) < 0 ? 'supergroup' : 'private' }, text: b.text,
       ...(b.message_thread_id ? { message_thread_id: b.message_thread_id, is_topic_message: true } : {}),
     }),
   };
+
+  /** Keeps what a sent message shows; returns its id. */
+  function remember(body: Record<string, any>, messageId: number): number {
+    shown.set(`${body.chat_id}:${messageId}`, { text: String(body.text ?? ''), ...(body.parse_mode ? { parseMode: String(body.parse_mode) } : {}) });
+    return messageId;
+  }
+  /** editMessageText as Telegram answers it: the message must exist, the text must change, HTML must parse. */
+  function edit(body: Record<string, any>): { status: number; response: Record<string, unknown> } {
+    const key = `${body.chat_id}:${body.message_id}`;
+    const before = shown.get(key);
+    const fail = (status: number, description: string, parameters?: Record<string, unknown>) => ({ status, response: { ok: false, error_code: status, description, ...(parameters ? { parameters } : {}) } });
+    if (!before) return fail(400, 'Bad Request: message to edit not found');
+    const limit = fake.editLimit;
+    const last = lastEditAt.get(String(body.chat_id));
+    if (limit && last !== undefined && Date.now() - last < limit.minIntervalMs) {
+      editsLimited++;
+      return fail(429, `Too Many Requests: retry after ${limit.retryAfter}`, { retry_after: limit.retryAfter });
+    }
+    const text = String(body.text ?? '');
+    if (body.parse_mode === 'HTML') {
+      const parsed = parseTelegramHtml(text);
+      if ('error' in parsed) return fail(400, parsed.error);
+      if (parsed.text.length > 4096) return fail(400, 'Bad Request: MESSAGE_TOO_LONG');
+      if (!parsed.text.trim()) return fail(400, 'Bad Request: message text is empty');
+    }
+    if (before.text === text && before.parseMode === body.parse_mode) {
+      return fail(400, 'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message');
+    }
+    lastEditAt.set(String(body.chat_id), Date.now());
+    remember(body, Number(body.message_id));
+    return { status: 200, response: { ok: true, result: { message_id: Number(body.message_id), date: Math.floor(Date.now() / 1000), edit_date: Math.floor(Date.now() / 1000), from: bot, chat: { id: Number(body.chat_id), type: Number(body.chat_id) < 0 ? 'supergroup' : 'private' }, text } } };
+  }
 
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     const send = (status: number, payload: unknown) => {
@@ -206,6 +250,11 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
       waiters.push(waiter);
       return;
     }
+    if (method === 'editMessageText') {
+      const { status, response } = edit(body);
+      record({ method, body, at: Date.now(), response: response as TelegramCall['response'] });
+      return send(status, response);
+    }
     if (method === 'sendMessage' && body.parse_mode === 'HTML') {
       const parsed = parseTelegramHtml(String(body.text ?? ''));
       const error = 'error' in parsed ? parsed.error : parsed.text.length > 4096 ? 'Bad Request: message is too long' : !parsed.text.trim() ? 'Bad Request: message text is empty' : undefined;
@@ -236,6 +285,8 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
     calls,
     get conflicts() { return conflicts; },
     get resets() { return resets; },
+    shown,
+    get editsLimited() { return editsLimited; },
     pushUpdate(update) {
       const update_id = typeof update.update_id === 'number' ? update.update_id : nextUpdateId++;
       nextUpdateId = Math.max(nextUpdateId, update_id + 1);
