@@ -20,6 +20,7 @@ import { installProcessGuard } from './core/process-guard.ts';
 import { StateLock, type StateOwner } from './core/state-lock.ts';
 import { ChannelSupervisor, type ChannelSupervisorOptions } from './gateway/channel-supervisor.ts';
 import { Gateway } from './gateway/gateway.ts';
+import type { QueueTimers } from './gateway/queue-mode.ts';
 import { Inbox } from './gateway/inbox.ts';
 import type { TypingTimers } from './gateway/typing-loop.ts';
 import { mountAdminRoutes } from './http/admin-routes.ts';
@@ -87,6 +88,8 @@ export interface StartOptions {
   pollBackoff?: { baseMs?: number; maxMs?: number };
   /** Timers of the typing refresh (tests fire them themselves). */
   typingTimers?: TypingTimers;
+  /** Timers of the queue mode `collect` debounce (tests fire them themselves). */
+  queueTimers?: QueueTimers;
   /** Re-keying at start (tests): `afterStep` is called after each step, so a test can crash it half-way. */
   rekeyHooks?: Pick<RekeyDeps, 'afterStep'>;
 }
@@ -204,7 +207,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   const pending = inbox?.open() ?? [];
   const pairing = openPairingStore(config.store, { clock, pool: cluster?.pool });
   opened.push(() => pairing.close());
-  gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, typingTimers: options.typingTimers, ...(cluster ? {
+  gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, typingTimers: options.typingTimers, queueTimers: options.queueTimers, ...(cluster ? {
     queue: cluster.queue, onStop: (key: string) => cluster.broadcastStop(key),
     sharedGroupContext: new PgGroupContext({ pool: cluster.pool, limit: config.session.groupContextLimit }),
   } : {}) });

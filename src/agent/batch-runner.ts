@@ -16,6 +16,7 @@ import type { ContextEngine } from './context/context-engine.ts';
 import { batchLimitText, interruptedResult, isBackgroundKind, isShutdown, runBudgetReached, sourceIdOf, stoppedResult } from './runs.ts';
 import { scopedEvent, type TurnEvents, type TurnScope } from './turn-events.ts';
 import { userContent } from './user-content.ts';
+import { isInterrupt, PartialAnswer, steerIn, userEntryOf } from './turn-joins.ts';
 import type { TurnInput } from './turn-input.ts';
 import { formatCount } from '../core/plural.ts';
 
@@ -68,6 +69,17 @@ export class BatchRunner {
   }
 
   async run(session: ActiveSession, input: TurnInput, scope: BatchScope): Promise<BatchResult> {
+    const partial = new PartialAnswer();
+    try {
+      return await this.runBatch(session, input, scope, partial);
+    } catch (error) {
+      // Queue mode interrupt: the partial answer stays in the transcript, marked interrupted (SPEC §16).
+      if (partial.started && isInterrupt(input.signal)) await this.deps.appendEntries(session, [partial.entry(input.correlationId, this.iso())]);
+      throw error;
+    }
+  }
+
+  private async runBatch(session: ActiveSession, input: TurnInput, scope: BatchScope, partial: PartialAnswer): Promise<BatchResult> {
     const { message, signal, correlationId } = input;
     const entry = session.entry;
     const kind = message.internal?.kind;
@@ -94,6 +106,9 @@ export class BatchRunner {
         ...(message.chatType !== 'direct' && message.sender.name && !message.internal ? { name: message.sender.name } : {}), sourceId,
       }]);
     }
+    // Queue mode collect: the burst's other messages, each its own entry (and sourceId).
+    if (input.joined?.length) await this.deps.appendEntries(session, input.joined.map((m) => userEntryOf(m, correlationId, this.iso())));
+    partial.started = true;
 
     const limits = this.deps.config.backgroundExecution;
     const max = this.deps.config.agentDefaults.maxIterationsPerBatch;
@@ -124,7 +139,7 @@ export class BatchRunner {
       let response: ProviderResponse;
       try {
         response = await this.deps.contextEngine.complete(session, {
-          correlationId, signal, onDelta: said.onDelta, message, usage: scope.usage, state: scope.state, logger: scope.logger, tools, turnStartedAt, turnState,
+          correlationId, signal, onDelta: partial.watch(said.onDelta), message, usage: scope.usage, state: scope.state, logger: scope.logger, tools, turnStartedAt, turnState,
           ephemeral: message.ephemeral,
         });
       } catch (error) {
@@ -142,6 +157,7 @@ export class BatchRunner {
         return this.finish(session, said.with(response.content.trim()) || '(no answer)', checkpoint, background, scope, iteration + 1);
       }
       said.add(response.content);
+      partial.settle(response.content);
       const calls = response.toolCalls.map((c, i) => ({ ...c, id: c.id || `call_${randomUUID().slice(0, 8)}_${i}` }));
       const asked: TranscriptMessage = { ...this.assistant(response.content, correlationId), toolCalls: calls };
       // The call is on disk before it runs: after a crash, a call with no result is known to be interrupted.
@@ -180,6 +196,8 @@ export class BatchRunner {
         if (!skipped) this.deps.events.emit('onToolCall', scopedEvent(scope.scope(), { name: call.name, ok: outcome.outcome === 'ok', outcome: outcome.outcome, ...(outcome.cutChars ? { cutChars: outcome.cutChars } : {}), durationMs: this.deps.clock.now() - t0, at: this.deps.clock.now() }));
         if (signal.aborted) throw new TurnAbortedError();
       }
+      // Queue mode steer: messages that arrived meanwhile join here, when a model request is left to carry them.
+      if (iteration + 1 < max) await steerIn(input.takeSteered, (e) => this.deps.appendEntries(session, e), correlationId, this.iso(), scope.logger);
     }
     return this.atLimit(session, checkpoint, background, message, scope, max, said);
   }
@@ -261,6 +279,7 @@ export function batchInputOf(input: TurnInput, text: string, priorRunState: Sess
   return {
     message: { ...input.message, text }, sessionKey: input.sessionKey, correlationId: input.correlationId, signal: input.signal, onDelta: input.onDelta,
     groupContext: input.groupContext, logger: input.logger, clientSignal: input.clientSignal, lendSlot: input.lendSlot, replayed: input.replayed, priorRunState,
+    joined: input.joined, takeSteered: input.takeSteered,
   } satisfies EveryField<TurnInput>;
 }
 

@@ -26,4 +26,8 @@ export interface TurnInput {
   replayed?: boolean;
   /** The session's run state before this turn (set by the runtime). */
   priorRunState?: SessionEntry['runState'];
+  /** Queue mode `collect`: messages answered together with `message`, each its own user entry after it, in order. */
+  joined?: InboundMessage[];
+  /** Queue mode `steer`: takes the messages that arrived since, at a tool-call boundary; the next model request carries them. */
+  takeSteered?: () => InboundMessage[];
 }

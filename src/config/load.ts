@@ -4,6 +4,7 @@ import { parse as parseDotenv } from 'dotenv';
 import JSON5 from 'json5';
 import { ConfigError } from '../core/errors.ts';
 import { validateBindings } from './validate-bindings.ts';
+import { resolveMessages } from './queue-mode.ts';
 import { describeConfigIssue, describeSyntaxError } from './config-errors.ts';
 import { configSchema, type ParsedConfig } from './schema.ts';
 import { resolveStreaming, type StreamingSetting } from './streaming.ts';
@@ -237,6 +238,7 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
       [name, 'command' in server && server.cwd ? { ...server, cwd: path.resolve(cwd, server.cwd) } : server])) },
     backgroundExecution: config.backgroundExecution,
     delivery: config.delivery,
+    messages: resolveMessages(config.messages, { telegram: c.telegram, discord: c.discord, slack: c.slack, webchat: c.webchat }),
     secrets,
   };
 }

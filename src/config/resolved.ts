@@ -1,4 +1,5 @@
 import type { StreamingConfig } from './streaming.ts';
+import type { MessagesConfig } from './queue-mode.ts';
 import type { AgentDefaults, DmPolicy, GroupPolicy, ParsedConfig, ProviderConfig, SessionConfig, ToolPolicy } from './schema.ts';
 
 /** One bot identity of a platform, channel defaults merged with the account's own fields. */
@@ -83,6 +84,8 @@ export interface ResolvedConfig {
   backgroundExecution: ParsedConfig['backgroundExecution'];
   /** How platform calls that were not taken are retried (SPEC §16). */
   delivery: ParsedConfig['delivery'];
+  /** Queue modes (SPEC §16): the default, the collect debounce, and each channel's own. */
+  messages: MessagesConfig;
   /** Every secret value in the config, scrubbed from logs and errors. */
   secrets: string[];
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { messagesSchema, queueModeSetting } from './queue-mode.ts';
 import { streamingSetting } from './streaming.ts';
 
 const dmScope = z.enum(['main', 'per-peer', 'per-channel-peer', 'per-account-channel-peer']);
@@ -154,6 +155,8 @@ const commonChannel = {
   maxInboundChars: z.number().int().positive().optional(),
   /** Replies shown while they are written (SPEC §16). */
   streaming: streamingSetting,
+  /** This channel's queue mode (SPEC §16); unset: `messages.queue.mode`. */
+  queueMode: queueModeSetting.optional(),
 };
 const maxInboundChars = z.number().int().positive().optional();
 
@@ -229,7 +232,7 @@ const slack = z.strictObject({
   accounts: z.record(accountId, slackAccount).default({}),
 });
 
-const webchat = z.strictObject({ enabled: z.boolean().default(true), maxInboundChars });
+const webchat = z.strictObject({ enabled: z.boolean().default(true), maxInboundChars, queueMode: queueModeSetting.optional() });
 
 /** The token ledger's rotation and archives (SPEC §4). */
 const ledger = z.strictObject({
@@ -336,6 +339,8 @@ export const configSchema = z.strictObject({
   limits: z.strictObject({
     perSender: z.strictObject({ perMinute: z.number().nonnegative().default(0), burst: z.number().int().nonnegative().default(0) }).prefault({}),
   }).prefault({}),
+  /** Queue modes: what a busy session does with the next message (SPEC §16). */
+  messages: messagesSchema.prefault({}),
   /** Replies the platform did not take (reset, timeout, 5xx, 429) are sent again (SPEC §16). */
   delivery: z.strictObject({
     /** Attempts in all for one platform call, the first included. */

@@ -5,6 +5,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Logger } from '../core/logger.ts';
 import type { PairingStore } from '../routing/pairing.ts';
 import type { Inbox } from './inbox.ts';
+import type { QueueTimers } from './queue-mode.ts';
 import type { LiveTimers } from './live-reply.ts';
 import type { TypingTimers } from './typing-loop.ts';
 import type { SharedGroupContext, SharedQueue } from './shared-queue.ts';
@@ -29,6 +30,8 @@ export interface GatewayOptions {
   typingTimers?: TypingTimers;
   /** Timers of live replies' cadence (SPEC §16; tests pass their own). */
   liveTimers?: LiveTimers;
+  /** Timers of the queue mode `collect` debounce (tests fire them themselves). */
+  queueTimers?: QueueTimers;
   /** How long texts' token counts are warmed before their turn (tests inject a clock and yields). */
   warm?: WarmOptions;
 }

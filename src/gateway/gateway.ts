@@ -14,6 +14,8 @@ import { Outbound, type DeliveryFailure } from './outbound.ts';
 import type { QueuedJob } from './shared-queue.ts';
 import type { PendingMessage } from './inbox.ts';
 import { LaneScheduler } from './lanes.ts';
+import { joinsQueueMode, QueueModes, realQueueTimers, turnJoins, type TurnPlan } from './queue-mode.ts';
+import { INTERRUPT_REASON, isInterrupt } from '../agent/turn-joins.ts';
 import { LiveTurns, type LiveTurn } from './live-turn.ts';
 import { BackgroundRuns } from './background-runs.ts';
 import { internalMessage } from '../core/internal-message.ts';
@@ -32,6 +34,9 @@ type Replay = { replayed: true; sent: number; live?: string[] };
 function bothDeltas(a?: (text: string) => void, b?: (text: string) => void): ((text: string) => void) | undefined {
   return a && b ? (text) => { a(text); b(text); } : a ?? b;
 }
+
+/** What the gateway keeps about a message on its way through the queue modes. */
+type LaneMeta = { correlationId: string; options: SubmitOptions; logger: Logger; durable: boolean; doneMarked?: boolean };
 
 /** Texts from this length on have their token counts warmed before their turn. */
 const WARM_FROM_CHARS = 256;
@@ -52,6 +57,8 @@ export class Gateway {
   private readonly admission: Admission;
   /** Replies shown while they are written (SPEC §16). */
   private readonly live: LiveTurns;
+  /** Queue modes (SPEC §16): followup, collect, steer, interrupt, in front of the lanes. */
+  private readonly queueModes: QueueModes<LaneMeta>;
   /** The agents' models, whose encodings long texts are warmed for. */
   private readonly models: string[];
   private closing = false;
@@ -62,6 +69,10 @@ export class Gateway {
     this.lanes = new LaneScheduler({ maxConcurrent: options.config.agentDefaults.maxConcurrent });
     this.background = new BackgroundRuns(options.config.backgroundExecution.maxConcurrentBackgroundTurns);
     this.groupContext = new GroupContextBuffer({ limit: options.config.session.groupContextLimit });
+    this.queueModes = new QueueModes({
+      config: options.config.messages.queue, timers: options.queueTimers ?? realQueueTimers, logger: options.logger, cluster: Boolean(options.queue),
+      interrupt: (key) => this.lanes.stop(key, INTERRUPT_REASON),
+    });
     this.models = [...new Set(options.config.agents.map((a) => a.model))];
     this.live = new LiveTurns({ config: options.config, clock: options.clock, timers: options.liveTimers, events: options.runtime.events, logger: options.logger });
     this.admission = new Admission({
@@ -172,6 +183,7 @@ export class Gateway {
   /** Stops intake; waits for running turns up to `graceMs`, then aborts them (they stay journaled for replay). */
   async close(graceMs: number): Promise<void> {
     this.closing = true;
+    this.queueModes.close();
     this.background.close();
     this.lanes.pause();
     if ((await withDeadline(this.lanes.whenIdle(), graceMs)) === TIMED_OUT) {
@@ -200,15 +212,34 @@ export class Gateway {
   private enqueue(
     message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: Replay, job?: QueuedJob,
   ): Promise<TurnResult | undefined> {
-    const onLane = () => this.enqueueOnLane(message, key, correlationId, options, logger, durable, replay, job);
-    return isBackgroundKind(message.internal?.kind) ? this.background.schedule(key, onLane) : onLane();
+    // Replayed and cluster-claimed messages run each on its own (their transcript entries may exist already).
+    const participates = !replay && !job && joinsQueueMode(message, this.options.config.session.resetTriggers);
+    return this.queueModes.admit(key, { message, meta: { correlationId, options, logger, durable } }, participates, (primary, begin) => {
+      const { meta } = primary;
+      const onLane = () => this.enqueueOnLane(primary.message, key, meta.correlationId, meta.options, meta.logger, meta.durable, replay, job, begin);
+      return isBackgroundKind(primary.message.internal?.kind) ? this.background.schedule(key, onLane) : onLane();
+    });
+  }
+
+  /** Messages a turn carried besides its own (collect, steer) are done when it is: their user entries are in its transcript. */
+  private async markCarried(plan: TurnPlan<LaneMeta> | undefined, logger: Logger): Promise<void> {
+    if (plan?.kind !== 'run') return;
+    for (const { message, meta } of plan.carried()) {
+      if (!meta.durable || meta.doneMarked) continue;
+      meta.doneMarked = true;
+      await this.options.inbox?.done(message).catch((err: unknown) => logger.error({ err }, 'could not journal a finished message'));
+    }
   }
 
   private enqueueOnLane(
     message: InboundMessage, key: string, correlationId: string, options: SubmitOptions, logger: Logger, durable: boolean, replay?: Replay, job?: QueuedJob,
+    begin?: () => TurnPlan<LaneMeta>,
   ): Promise<TurnResult | undefined> {
     return new Promise((resolve) => {
       this.lanes.enqueue(key, (laneSignal) => this.exclusive(key, async () => {
+        // Queue modes: a message another turn carried (steer) has nothing left to run.
+        const plan = begin?.();
+        if (plan?.kind === 'carried') return resolve(await plan.result);
         const stopTyping = this.outbound.startTyping(message, logger);
         const live = this.startLive(message, correlationId, logger, durable && !job, replay);
         let result: TurnResult | undefined;
@@ -225,7 +256,9 @@ export class Gateway {
             groupContext: message.chatType === 'direct' ? undefined : await (this.options.sharedGroupContext?.take(key) ?? this.groupContext.take(key)),
             logger: logger.child({ sessionKey: key }),
             lendSlot: (work) => this.lanes.lend(work),
+            ...turnJoins(plan),
           });
+          await this.markCarried(plan, logger);
           await stopTyping();
           await this.outbound.deliverReplies(message, result.replies, logger, durable, replay?.sent ?? 0, job, live);
           // No reply to finish it with (a skipped turn): the live reply stops where it is.
@@ -238,7 +271,7 @@ export class Gateway {
             logger.warn({ err: error, sessionKey: key }, 'the session lock was lost during the turn; another replica runs it again');
             finished = false;
           } else {
-            result = await this.handleFailure(message, key, correlationId, error, logger);
+            result = await this.handleFailure(message, key, correlationId, error, logger, isInterrupt(laneSignal));
             if (this.closing && isAbortError(error)) finished = false;
           }
         } finally {
@@ -246,8 +279,10 @@ export class Gateway {
           // What the turn asks to queue is journaled before the turn is marked done, so a crash in between loses
           // nothing; ids derived from this message make the follow-ups of a replayed turn duplicates.
           if (finished && result) await this.followUp(message, key, result, logger).catch((err: unknown) => logger.error({ err }, 'could not queue the follow-up of a turn'));
+          if (finished) await this.markCarried(plan, logger);
           if (durable && finished && !job) await this.options.inbox?.done(message).catch((err: unknown) => logger.error({ err }, 'could not journal a finished message'));
           if (job && finished) await this.options.queue?.done(job, result).catch((err: unknown) => logger.error({ err }, 'could not mark a finished message done'));
+          if (plan?.kind === 'run') plan.end(result);
           resolve(result);
         }
       }).catch((error: unknown) => {
@@ -312,11 +347,12 @@ export class Gateway {
     return queued;
   }
 
-  private async handleFailure(message: InboundMessage, key: string, correlationId: string, error: unknown, logger: Logger): Promise<TurnResult> {
+  private async handleFailure(message: InboundMessage, key: string, correlationId: string, error: unknown, logger: Logger, interrupted = false): Promise<TurnResult> {
     const base = { sessionKey: key, sessionId: '', correlationId, usage: zeroUsage(), usageEstimated: false };
     if (error instanceof TurnAbortedError || isAbortError(error)) {
-      logger.info('turn stopped');
-      if (this.closing) return { ...base, replies: [], outcome: 'stopped' };
+      logger.info(interrupted ? 'turn interrupted by a newer message (queue mode interrupt)' : 'turn stopped');
+      // Interrupted: its partial answer is in the transcript, marked so; the newer message's turn answers.
+      if (this.closing || interrupted) return { ...base, replies: [], outcome: 'stopped' };
       const reply: OutboundMessage = { text: '⏹ Stopped.', kind: 'notice', threadId: message.threadId, replyTo: message.id };
       await this.outbound.deliver(message, reply, logger);
       return { ...base, replies: [reply], outcome: 'stopped' };

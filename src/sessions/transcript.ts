@@ -37,6 +37,8 @@ export interface TranscriptMessage {
   name?: string;
   /** For a user entry: the delivery it came from (`<channel>:<account>:<id>`), so a replay never appends it twice. */
   sourceId?: string;
+  /** For an assistant entry: the partial answer of a turn a newer message stopped (queue mode `interrupt`). */
+  interrupted?: true;
 }
 
 /** Marks older history as summarized; later contexts use the summary and the entries from `firstKeptId`. */

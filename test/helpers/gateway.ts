@@ -6,7 +6,7 @@ import type { ResolvedConfig } from '../../src/config/resolved.ts';
 import type { ChannelAdapter } from '../../src/core/channel-adapter.ts';
 import type { Clock } from '../../src/core/clock.ts';
 import { silentLogger, type Logger } from '../../src/core/logger.ts';
-import { startGateway, type RunningGateway } from '../../src/main.ts';
+import { startGateway, type RunningGateway, type StartOptions } from '../../src/main.ts';
 
 /** A fresh temporary folder; remove it with the returned function. */
 export function tempDir(prefix = 'switchboard-test-'): { dir: string; remove: () => void } {
@@ -31,11 +31,14 @@ export async function startTestGateway(options: {
   logger?: Logger;
   /** The wait after a poll that brought nothing readable (default: the product's, 1 s doubling to 30 s). */
   pollBackoff?: { baseMs?: number; maxMs?: number };
+  /** Timers of the queue mode `collect` debounce. */
+  queueTimers?: StartOptions['queueTimers'];
 }): Promise<RunningGateway> {
   const config = testConfig(options.dir, options.config, options.env);
   const gw = await startGateway({
     config, clock: options.clock, logger: options.logger ?? silentLogger(), adapters: options.adapters,
     ...(options.pollBackoff ? { pollBackoff: options.pollBackoff } : {}),
+    ...(options.queueTimers ? { queueTimers: options.queueTimers } : {}),
   });
   // Channels connect in the background; tests start from the outcome of each channel's first attempt.
   await gw.supervisor.firstAttempts();
