@@ -14,6 +14,7 @@ import { discordRetryVerdict } from './send-retry.ts';
 import { DEFAULT_DELIVERY_RETRY, retryDelivery } from '../../src/core/delivery-retry.ts';
 import { guardDispatches } from './packet-guard.ts';
 import { renderDiscord } from './render.ts';
+import { discordReactionPath } from './react.ts';
 import { sendOverRest, ShardLeases } from './shard-leases.ts';
 import { DiscordStartTimeout, startError, tokenSetting } from './start-error.ts';
 import { withDeadline } from '../../src/core/deadline.ts';
@@ -278,6 +279,13 @@ class DiscordChannel implements ChannelAdapter {
     return retryDelivery(what, call, discordRetryVerdict, this.options.delivery ?? DEFAULT_DELIVERY_RETRY, {
       onRetry: (notice) => this.logger.warn({ call: what, attempt: notice.attempt, attemptsLeft: notice.attemptsLeft, reason: notice.reason }, 'Discord did not take a delivery; trying again'),
     });
+  }
+
+  /** The ack reaction: `PUT /channels/:id/messages/:id/reactions/:emoji/@me` (needs Add Reactions, Read Message History). */
+  async react(target: DeliveryTarget, messageId: string, emoji: string): Promise<void> {
+    const client = this.client;
+    if (!client) throw new ChannelError('DISCORD_NOT_RUNNING', `The Discord channel (account ${this.accountId}) is not running.`);
+    await this.withRetry('addReaction', () => client.rest.put(Routes.channelMessageOwnReaction(target.chatId, messageId, discordReactionPath(emoji))));
   }
 
   async typing(target: DeliveryTarget): Promise<void> {

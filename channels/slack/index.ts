@@ -14,6 +14,7 @@ import { BoundedMap } from './bounded-map.ts';
 import { DELIVERY_PROPERTY, SlackHttpReceiver, type DeliveryOutcome, type ReceiverTimers } from './http-receiver.ts';
 import { normalizeSlackEvent, tsOfMessageId, type SlackBotIdentity, type SlackEnvelope, type SlackMessageEvent } from './normalize.ts';
 import { renderSlackChunks } from './render.ts';
+import { isAlreadyReacted, slackReactionName } from './react.ts';
 import { SlackSocket } from './socket.ts';
 import { slackRetryVerdict } from './send-retry.ts';
 import { DEFAULT_DELIVERY_RETRY, retryDelivery } from '../../src/core/delivery-retry.ts';
@@ -155,6 +156,21 @@ class SlackChannel implements ChannelAdapter {
     if (threadTs && target.chatType !== 'direct' && chunks.length) {
       const key = `${target.chatId}:${threadTs}`;
       this.botThreads.set(key, { lastReply: message.text, seeded: this.botThreads.get(key)?.seeded ?? false });
+    }
+  }
+
+  /** The ack reaction (`reactions.add`, by name: `👀` is `eyes`); on the message already is not an error. */
+  async react(target: DeliveryTarget, messageId: string, emoji: string): Promise<void> {
+    const client = this.app && this.sendClient;
+    if (!client) throw new ChannelError('SLACK_NOT_RUNNING', `Slack account "${this.accountId}" is not running; the reaction was not added.`);
+    const timestamp = tsOfMessageId(messageId);
+    if (!timestamp) throw new ChannelError('SLACK_REACTION_INVALID', `"${messageId}" is not a Slack message id.`);
+    const name = slackReactionName(emoji);
+    try {
+      await this.withRetry('reactions.add', () => client.reactions.add({ channel: target.chatId, timestamp, name }));
+    } catch (error) {
+      if (isAlreadyReacted(error)) return;
+      throw new ChannelError('SLACK_REACTION_FAILED', `Slack reactions.add on ${target.chatId} failed (${describeSlackError(error)}).`, error);
     }
   }
 

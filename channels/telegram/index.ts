@@ -10,6 +10,7 @@ import type { DeliveryTarget, InboundMessage, OutboundMessage } from '../../src/
 import type { ChannelFactoryContext } from '../types.ts';
 import { deliverMessage, sendTyping, telegramCommands } from './deliver.ts';
 import { telegramCallRetry } from './send-retry.ts';
+import { reactTo } from './react.ts';
 import { telegramLiveCalls } from './live.ts';
 import { DEFAULT_DELIVERY_RETRY } from '../../src/core/delivery-retry.ts';
 import { TIMED_OUT, withDeadline } from '../../src/core/deadline.ts';
@@ -148,6 +149,10 @@ class TelegramChannel implements ChannelAdapter {
 
   async typing(target: DeliveryTarget): Promise<void> {
     await sendTyping(this.api(), target);
+  }
+
+  async react(target: DeliveryTarget, messageId: string, emoji: string): Promise<void> {
+    await reactTo(this.api(), target, messageId, emoji);
   }
 
   async registerCommands(commands: readonly { command: string; description: string }[]): Promise<void> {

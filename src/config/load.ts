@@ -7,6 +7,7 @@ import { validateBindings } from './validate-bindings.ts';
 import { resolveMessages } from './queue-mode.ts';
 import { describeConfigIssue, describeSyntaxError } from './config-errors.ts';
 import { configSchema, type ParsedConfig } from './schema.ts';
+import { resolveAckReaction, type AckReactionSetting } from './ack-reaction.ts';
 import { resolveStreaming, type StreamingSetting } from './streaming.ts';
 import type {
   ChannelAccountConfig, DiscordAccountConfig, ResolvedConfig, SlackAccountConfig, TelegramAccountConfig,
@@ -248,7 +249,7 @@ function normalizeSlackApiUrl(url: string): string {
   return url.endsWith('/') ? url : `${url}/`;
 }
 
-type AccountFields = { maxInboundChars?: number; streaming?: StreamingSetting; enabled?: boolean; dmPolicy?: ChannelAccountConfig['dmPolicy']; allowFrom?: string[]; groupPolicy?: ChannelAccountConfig['groupPolicy']; requireMention?: boolean };
+type AccountFields = { maxInboundChars?: number; ackReaction?: AckReactionSetting; streaming?: StreamingSetting; enabled?: boolean; dmPolicy?: ChannelAccountConfig['dmPolicy']; allowFrom?: string[]; groupPolicy?: ChannelAccountConfig['groupPolicy']; requireMention?: boolean };
 
 function expandAccounts<B extends AccountFields & { dmPolicy: ChannelAccountConfig['dmPolicy']; allowFrom: string[]; groupPolicy: ChannelAccountConfig['groupPolicy']; requireMention: boolean }, A extends AccountFields>(
   base: B, accounts: Record<string, A>, tokenField: string, specific: (base: B, account: A) => Record<string, unknown>,
@@ -268,6 +269,7 @@ function expandAccounts<B extends AccountFields & { dmPolicy: ChannelAccountConf
       allowFrom: account.allowFrom ?? base.allowFrom,
       groupPolicy: account.groupPolicy ?? base.groupPolicy,
       requireMention: account.requireMention ?? base.requireMention,
+      ackReaction: resolveAckReaction(account.ackReaction, base.ackReaction),
       maxInboundChars: account.maxInboundChars ?? base.maxInboundChars,
       streaming: resolveStreaming(account.streaming, base.streaming),
       groups: [],

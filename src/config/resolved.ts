@@ -1,5 +1,6 @@
 import type { StreamingConfig } from './streaming.ts';
 import type { MessagesConfig } from './queue-mode.ts';
+import type { AckReactionConfig } from './ack-reaction.ts';
 import type { AgentDefaults, DmPolicy, GroupPolicy, ParsedConfig, ProviderConfig, SessionConfig, ToolPolicy } from './schema.ts';
 
 /** One bot identity of a platform, channel defaults merged with the account's own fields. */
@@ -12,6 +13,8 @@ export interface ChannelAccountConfig {
   /** Telegram `groups`, Discord `guilds`, Slack `channels`: the group allowlist. */
   groups: string[];
   requireMention: boolean;
+  /** The reaction put on a message whose turn starts, per chat type (SPEC §16); unset: the defaults. */
+  ackReaction?: AckReactionConfig;
   /** Longest inbound text (characters) this account takes; unset: `gateway.maxInboundChars`. */
   maxInboundChars?: number;
   /** Replies shown while they are written (SPEC §16); unset: the defaults. */

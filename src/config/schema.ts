@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ackReactionSetting } from './ack-reaction.ts';
 import { messagesSchema, queueModeSetting } from './queue-mode.ts';
 import { streamingSetting } from './streaming.ts';
 
@@ -151,6 +152,8 @@ const commonChannel = {
   dmPolicy: dmPolicy.default('pairing'),
   allowFrom: idList,
   requireMention: z.boolean().default(true),
+  /** The reaction put on a message whose turn starts (SPEC §16); unset: 👀 in groups, none in direct messages. */
+  ackReaction: ackReactionSetting,
   /** Longest inbound message text (characters); defaults to `gateway.maxInboundChars`. */
   maxInboundChars: z.number().int().positive().optional(),
   /** Replies shown while they are written (SPEC §16). */
@@ -171,6 +174,7 @@ const telegramAccount = z.strictObject({
   groupPolicy: groupPolicy.optional(),
   groups: idList.optional(),
   requireMention: z.boolean().optional(),
+  ackReaction: ackReactionSetting,
   maxInboundChars,
 });
 const telegram = z.strictObject({
@@ -193,6 +197,7 @@ const discordAccount = z.strictObject({
   groupPolicy: groupPolicy.optional(),
   guilds: idList.optional(),
   requireMention: z.boolean().optional(),
+  ackReaction: ackReactionSetting,
   maxInboundChars,
 });
 const discord = z.strictObject({
@@ -218,6 +223,7 @@ const slackAccount = z.strictObject({
   groupPolicy: groupPolicy.optional(),
   channels: idList.optional(),
   requireMention: z.boolean().optional(),
+  ackReaction: ackReactionSetting,
   maxInboundChars,
 });
 const slack = z.strictObject({

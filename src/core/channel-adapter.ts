@@ -114,6 +114,13 @@ export interface ChannelAdapter {
    * refreshes the indicator a little before that; unset: 5 s.
    */
   readonly typingLapseMs?: number;
+  /**
+   * Puts a reaction on a received message (the ack reaction, SPEC §16). `messageId` is the message's
+   * `InboundMessage.id`; `emoji` a Unicode emoji (Slack also takes a `:name:`). Tried again as the channel's
+   * deliveries are, up to `delivery.maxAttempts`, never more; rejects when the platform refused it (an emoji it
+   * does not allow, a message gone, no permission).
+   */
+  react?(target: DeliveryTarget, messageId: string, emoji: string): Promise<void>;
   /** HTTP routes this channel serves (webhook mode). */
   routes?(): HttpRoute[];
   /** The chat commands, for platforms that register them (Telegram `setMyCommands`). */

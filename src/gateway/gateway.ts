@@ -11,6 +11,7 @@ import { Admission } from './admission.ts';
 import type { GatewayOptions, GatewayStats } from './gateway-options.ts';
 import { GroupContextBuffer } from './group-context.ts';
 import { Outbound, type DeliveryFailure } from './outbound.ts';
+import { acknowledgeTurn } from './ack-reaction.ts';
 import type { QueuedJob } from './shared-queue.ts';
 import type { PendingMessage } from './inbox.ts';
 import { LaneScheduler } from './lanes.ts';
@@ -241,6 +242,7 @@ export class Gateway {
         const plan = begin?.();
         if (plan?.kind === 'carried') return resolve(await plan.result);
         const stopTyping = this.outbound.startTyping(message, logger);
+        acknowledgeTurn(this.outbound, this.options.config, message, logger);
         const live = this.startLive(message, correlationId, logger, durable && !job, replay);
         let result: TurnResult | undefined;
         let finished = true;

@@ -101,6 +101,20 @@ export class Outbound {
   }
 
   /**
+   * Puts `emoji` on the received message, in the background (the channel retries as it does deliveries, then
+   * gives up); a refusal is logged, never the turn's failure.
+   */
+  react(message: InboundMessage, emoji: string, logger: Logger): void {
+    const adapter = this.adapterFor(message.channel, message.accountId);
+    if (!adapter?.react) return;
+    const reacting = Promise.resolve().then(() => adapter.react!(targetOf(message), message.id, emoji));
+    reacting.then(
+      () => logger.debug({ emoji, messageId: message.id }, 'ack reaction added'),
+      (err: unknown) => logger.warn({ err, emoji, messageId: message.id }, 'ack reaction could not be added'),
+    );
+  }
+
+  /**
    * Shows the typing indicator in the message's chat now and again before it lapses (the adapter's
    * `typingLapseMs`; `typingIntervalMs` overrides), through model calls and tool calls alike, until the returned
    * function is called; that resolves once a refresh in flight settled, so the reply is not followed by one.

@@ -187,6 +187,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     }
     if (method === 'GET' && path === '/api/v10/users/@me') return reply(200, userPayload(bot));
     if (method === 'POST' && /^\/api\/v10\/channels\/\d+\/typing$/.test(path)) return reply(204);
+    if (method === 'PUT' && /^\/api\/v10\/channels\/\d+\/messages\/\d+\/reactions\/[^/]+\/@me$/.test(path)) return reply(204);
     if (method === 'POST' && (m = /^\/api\/v10\/channels\/(\d+)\/messages$/.exec(path))) {
       const body = call.body ?? {};
       const refused = invalidContent(body.content);

@@ -107,6 +107,7 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
       const ts = `${tsCounter++}.000200`;
       return { channel: b.channel, ts, message: { type: 'message', text: b.text, user: identity.userId, bot_id: identity.botId, ts, ...(b.thread_ts ? { thread_ts: b.thread_ts } : {}) } };
     },
+    'reactions.add': (b) => (b.channel && b.timestamp && b.name ? {} : { ok: false, error: 'invalid_arguments' }),
     'users.info': (b) => {
       const name = users[String(b.user)];
       return name ? { user: { id: b.user, name: name.toLowerCase(), real_name: name, profile: { display_name: name, real_name: name } } } : { ok: false, error: 'user_not_found' };

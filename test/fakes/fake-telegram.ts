@@ -149,6 +149,7 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
     getWebhookInfo: () => ({ url: '', has_custom_certificate: false, pending_update_count: 0 }),
     setMyCommands: () => true,
     sendChatAction: () => true,
+    setMessageReaction: () => true,
     sendMessage: (b) => ({
       message_id: remember(b, nextMessageId++), date: Math.floor(Date.now() / 1000), from: bot,
       chat: { id: Number(b.chat_id), type: Number(b.chat_id) < 0 ? 'supergroup' : 'private' }, text: b.text,
