@@ -88,7 +88,8 @@ describe('Telegram private chats through the gateway (real grammy, fake Bot API)
     const code = Array.from({ length: 260 }, (_, i) => `console.log("line ${i}", a < b && c > d);`).join('\n');
     const answer = `Here is the script:\n\n\`\`\`js\n${code}\n\`\`\`\n\nRun it with **node**.`;
     openai = await startFakeOpenAI(() => ({ content: answer }));
-    gw = await startTelegramGateway({ dir: tmp.dir, telegram, openai, config: telegramConfig() });
+    // Sent whole, not streamed (test/channels/telegram/live.test.ts streams long replies).
+    gw = await startTelegramGateway({ dir: tmp.dir, telegram, openai, config: telegramConfig({ streaming: 'off' }) });
     telegram.pushUpdate(dm('write me a long script'));
     await telegram.waitFor('sendMessage', (c) => String(c.body.text).includes('<b>node</b>'));
     const parts = sentTo(telegram, 42);
