@@ -82,10 +82,10 @@ export interface StartOptions {
   owner?: Pick<StateOwner, 'role' | 'command'>;
   /** How long to wait for the state lock held by a short CLI command (default 2 s). */
   lockWaitMs?: number;
-  /** Channel retry timers, backoff and watch period (tests). */
-  supervision?: Pick<ChannelSupervisorOptions, 'timers' | 'backoff' | 'random' | 'watchMs'>;
   /** The wait after a poll that brought nothing readable (tests make it short; see ChannelFactoryContext). */
   pollBackoff?: { baseMs?: number; maxMs?: number };
+  /** Channel retry timers, backoff and watch period (tests). */
+  supervision?: Pick<ChannelSupervisorOptions, 'timers' | 'backoff' | 'random' | 'watchMs'>;
   /** Timers of the typing refresh (tests fire them themselves). */
   typingTimers?: TypingTimers;
   /** Timers of the queue mode `collect` debounce (tests fire them themselves). */
@@ -219,11 +219,11 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   opened.push(() => channelLeases?.close());
   const adapters = options.adapters ?? await createChannelAdapters(config, {
     clock, logger, stateDir: config.stateDir,
+    delivery: { maxAttempts: config.delivery.maxAttempts, baseDelayMs: config.delivery.retryBaseMs, maxDelayMs: config.delivery.retryMaxMs },
+    ...(options.pollBackoff ? { pollBackoff: options.pollBackoff } : {}),
     ...(channelLeases && watermarks ? { cluster: { leases: channelLeases, watermarks } } : {}),
   });
   for (const adapter of adapters) gateway.addAdapter(adapter);
-    delivery: { maxAttempts: config.delivery.maxAttempts, baseDelayMs: config.delivery.retryBaseMs, maxDelayMs: config.delivery.retryMaxMs },
-    ...(options.pollBackoff ? { pollBackoff: options.pollBackoff } : {}),
 
   const ledgerStore = cluster ? new PgLedgerSink({ pool: cluster.pool, logger, replicaId: cluster.replicaId, startedAt }) : undefined;
   const accounting = new Accounting({
@@ -235,10 +235,10 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       queueDepth: () => gateway.lanes.totalQueued(),
       runningTurns: () => gateway.lanes.runningCount,
       messages: () => ({ ...gateway.stats }),
+      repliesFailed: () => gateway.deliveryFailures().byChannel,
       ...(cluster ? { cluster: () => cluster.queue.stats } : {}),
     },
   });
-      repliesFailed: () => gateway.deliveryFailures().byChannel,
   await accounting.open();
   opened.push(() => accounting.close());
   runtime.events.subscribe(accounting.observer);
@@ -279,10 +279,10 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     tracker: accounting.providers,
     queue: () => ({ running: gateway.lanes.runningCount, queued: gateway.lanes.totalQueued() }),
     mcp: () => mcp.status(),
+    deliveries: () => gateway.deliveryFailures(),
     ...(cluster ? { cluster: async () => ({ replicaId: cluster.replicaId, replicas: await cluster.replicas.live() }) } : {}),
   });
   registerGatewayCommands(runtime.commands, { status, usage: () => accounting.usage() });
-    deliveries: () => gateway.deliveryFailures(),
   registerCheckedCommands(runtime.commands, { providers, clock, keyTotals: (key) => accounting.keyTotals(key), sessionTotals: (key, id) => accounting.sessionTotals(key, id) });
   const dmWarning = dmScopeWarning(config, await pairing.paired().catch(() => []));
   if (dmWarning) logger.warn(dmWarning);
