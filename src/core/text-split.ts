@@ -210,7 +210,6 @@ interface Break {
 export function splitMarkup(atoms: readonly MarkupAtom[], limit: number): string[] {
   const prefix = new Float64Array(atoms.length + 1);
   for (let i = 0; i < atoms.length; i++) prefix[i + 1] = prefix[i]! + atoms[i]!.units;
-  const fits = spansThatFit(atoms, prefix, limit);
   // End (exclusive) of the word each atom belongs to: just after the next break point.
   const wordEnd = new Uint32Array(atoms.length + 1);
   wordEnd[atoms.length] = atoms.length;
@@ -218,37 +217,56 @@ export function splitMarkup(atoms: readonly MarkupAtom[], limit: number): string
     const a = atoms[i]!;
     wordEnd[i] = a.kind === 'text' && a.breakAfter !== undefined ? i + 1 : wordEnd[i + 1]!;
   }
-  const closeOf = (s: number) => (atoms[s] as OpenAtom).closeUnits;
+  const packing: Packing = { atoms, limit, prefix, wordEnd, fits: spansThatFit(atoms, prefix, limit) };
   const chunks: string[] = [];
   let start: readonly number[] = [];
-  let stack: readonly number[] = [];
-  /** The message holds atoms first..i-1 after its reopened spans. */
-  let first = 0;
+  let at = 0;
+  while (at < atoms.length) {
+    const message = packOne(packing, start, at, true);
+    const chunk = assemble(atoms, start, message.first, message.end, message.open);
+    if (chunk !== undefined) chunks.push(chunk);
+    start = message.open;
+    at = message.end;
+  }
+  return chunks;
+}
+
+/** What packing a message needs to know of the whole text. */
+interface Packing {
+  atoms: readonly MarkupAtom[];
+  limit: number;
+  prefix: Float64Array;
+  wordEnd: Uint32Array;
+  fits: readonly boolean[];
+}
+
+/** One message: after its reopened spans, atoms `first`..`end`-1; `open` spans are closed at its end and reopened in the next. */
+interface Packed {
+  first: number;
+  end: number;
+  open: readonly number[];
+}
+
+/**
+ * Packs the message that starts at atom `at` with the spans `start` reopened (see {@link splitMarkup}). With
+ * `lookahead`, a paragraph break earlier in the message wins over the break chosen when both paragraphs then fit
+ * whole in as many messages in all ({@link notMoreMessages}).
+ */
+function packOne(p: Packing, start: readonly number[], at: number, lookahead: boolean): Packed {
+  const { atoms, limit, prefix, wordEnd, fits } = p;
+  const closeOf = (s: number) => (atoms[s] as OpenAtom).closeUnits;
+  let stack = start;
+  let first = at;
   let units = 0;
   let closing = 0;
   let content = false;
-  let breaks: Break[] = [];
-
-  const begin = (open: readonly number[], at: number) => {
-    start = stack = open;
-    first = at;
-    units = 0;
-    closing = 0;
-    for (const s of open) {
-      const a = atoms[s] as OpenAtom;
-      units += a.reopenUnits ?? a.units;
-      closing += a.closeUnits;
-    }
-    content = false;
-    breaks = [];
-  };
-  const emit = (end: number, open: readonly number[]) => {
-    const chunk = assemble(atoms, start, first, end, open);
-    if (chunk !== undefined) chunks.push(chunk);
-  };
-
-  begin([], 0);
-  let i = 0;
+  const breaks: Break[] = [];
+  for (const s of start) {
+    const a = atoms[s] as OpenAtom;
+    units += a.reopenUnits ?? a.units;
+    closing += a.closeUnits;
+  }
+  let i = at;
   while (i < atoms.length) {
     const atom = atoms[i]!;
     if (i === first && atom.kind === 'text' && atom.trim) {
@@ -266,15 +284,9 @@ export function splitMarkup(atoms: readonly MarkupAtom[], limit: number): string
       const here = atom.kind === 'text' && atom.trim && atom.breakAfter !== undefined && content;
       const candidates = here ? [...breaks, { atom: i + 1, units, stack, rank: atom.breakAfter! }] : breaks;
       const cut = hopeless && !here ? undefined : chooseBreak(candidates, limit, fits, fresh);
-      if (cut) {
-        emit(cut.atom, cut.stack);
-        begin(cut.stack, cut.atom);
-        i = cut.atom;
-      } else {
-        emit(i, stack);
-        begin(stack, i);
-      }
-      continue;
+      if (!cut) return { first, end: i, open: stack };
+      const chosen = lookahead ? paragraphInstead(p, candidates, fresh, cut) : cut;
+      return { first, end: chosen.atom, open: chosen.stack };
     }
     if (atom.kind === 'open') stack = [...stack, i];
     else if (atom.kind === 'close') stack = stack.slice(0, -1);
@@ -285,8 +297,45 @@ export function splitMarkup(atoms: readonly MarkupAtom[], limit: number): string
     if (!atom.trim) content = true;
     if (atom.breakAfter !== undefined && content) breaks.push({ atom: i, units, stack, rank: atom.breakAfter });
   }
-  emit(i, stack);
-  return chunks;
+  return { first, end: i, open: stack };
+}
+
+/**
+ * The latest blank line before `cut` (one the cut could have been, in the message's first half) when ending
+ * the message there takes no more messages in all than ending it at `cut`: a paragraph kept whole rather
+ * than cut mid-way for nothing. Otherwise `cut`.
+ */
+function paragraphInstead(p: Packing, candidates: readonly Break[], fresh: number | undefined, cut: Break): Break {
+  if (cut.rank === 3) return cut;
+  const paragraph = breakPool(candidates, p.fits, fresh).filter((b) => b.rank === 3 && b.atom < cut.atom).at(-1);
+  return paragraph && notMoreMessages(p, paragraph, cut) ? paragraph : cut;
+}
+
+/** Messages compared at most, after which the greedy cut is kept (the two ways rarely stay apart that long). */
+const LOOKAHEAD_MESSAGES = 24;
+
+/**
+ * Does the rest of the text take no more messages from `a` than from `b`? Both are packed greedily, the one
+ * behind first, until they meet at the same atom with the same open spans (from there they are the same) or
+ * both end; undecided after {@link LOOKAHEAD_MESSAGES}: no.
+ */
+function notMoreMessages(p: Packing, a: Break, b: Break): boolean {
+  const x = { at: a.atom, open: a.stack, n: 0 };
+  const y = { at: b.atom, open: b.stack, n: 0 };
+  const end = p.atoms.length;
+  for (let step = 0; step < LOOKAHEAD_MESSAGES; step++) {
+    if ((x.at >= end && y.at >= end) || (x.at === y.at && sameSpans(x.open, y.open))) return x.n <= y.n;
+    const behind = y.at >= end || (x.at < end && x.at <= y.at) ? x : y;
+    const message = packOne(p, behind.open, behind.at, false);
+    if (assemble(p.atoms, behind.open, message.first, message.end, message.open) !== undefined) behind.n++;
+    behind.at = message.end;
+    behind.open = message.open;
+  }
+  return false;
+}
+
+function sameSpans(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((s, k) => s === b[k]);
 }
 
 /** For each open atom: could its whole span (with the spans around it reopened) fit in one message? */
@@ -310,12 +359,16 @@ function spansThatFit(atoms: readonly MarkupAtom[], prefix: Float64Array, limit:
   return fits;
 }
 
+/** The breaks a message may end at: before a fresh block that must be cut, else outside spans that fit whole, if any. */
+function breakPool(breaks: readonly Break[], fits: readonly boolean[], freshBlock: number | undefined): readonly Break[] {
+  const before = freshBlock === undefined ? [] : breaks.filter((b) => !b.stack.includes(freshBlock));
+  const outside = (before.length ? before : breaks).filter((b) => !b.stack.some((s) => fits[s]));
+  if (before.length) return outside.length ? outside : before;
+  return outside.length ? outside : breaks;
+}
+
 function chooseBreak(breaks: readonly Break[], limit: number, fits: readonly boolean[], freshBlock: number | undefined): Break | undefined {
-  let pool = breaks;
-  const before = freshBlock === undefined ? [] : pool.filter((b) => !b.stack.includes(freshBlock));
-  const outside = (before.length ? before : pool).filter((b) => !b.stack.some((s) => fits[s]));
-  if (before.length) pool = outside.length ? outside : before;
-  else if (outside.length) pool = outside;
+  const pool = breakPool(breaks, fits, freshBlock);
   // In the second half of a message the best kind of break wins; otherwise the message is short
   // already, and the latest break keeps the most in it.
   const late = pool.filter((b) => b.units >= limit / 2);
