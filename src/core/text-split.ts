@@ -202,7 +202,9 @@ interface Break {
  * Packs atoms into messages of at most `limit` units, open spans' closing markup included. A message
  * ends at the best break point in its second half (blank line, then line break, then space) that is not
  * inside a span which would fit whole in one message; only when there is none does it end inside such
- * a span, or, with no break point at all, between two atoms (grapheme clusters). A block that must be cut
+ * a span, or, with no break point at all, between two atoms (grapheme clusters). A blank line in the
+ * first half wins over a lesser break after it when the text then takes no more messages in all (a paragraph
+ * is not cut mid-way for nothing). A block that must be cut
  * and began in this message moves to the next one when it can, so it starts a message. Spans open at a
  * cut are closed and reopened in the next message; whitespace at the edges, empty spans and empty
  * messages are dropped. Pure.
