@@ -16,6 +16,7 @@ import { DEFAULT_DELIVERY_RETRY } from '../../src/core/delivery-retry.ts';
 import { TIMED_OUT, withDeadline } from '../../src/core/deadline.ts';
 import { ElectedPoller } from './elected-poller.ts';
 import { PollingAnswerFailure, pollingWatch, updateBatchGuard } from './update-batch-guard.ts';
+import { pollingRetry } from './polling-retry.ts';
 import { normalizeUpdate } from './normalize.ts';
 import { apiRootOf, telegramStartError, tokenSetting, withoutToken } from './start-error.ts';
 import { telegramWebhookRoute, webhookFailure, webhookPath } from './webhook-route.ts';
@@ -32,7 +33,7 @@ export interface TelegramChannelOptions extends ChannelFactoryContext {
    * answered 503, so that Telegram delivers it again (default 10 s).
    */
   webhookTimeoutMs?: number;
-  /** Timers of that deadline (tests pass their own). */
+  /** Timers of that deadline and of the pauses between getUpdates attempts (tests pass their own). */
   timers?: { setTimeout(fn: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
 }
 
@@ -262,7 +263,8 @@ class TelegramChannel implements ChannelAdapter {
     // Deliveries Telegram did not take (reset, timeout, 5xx, 429) are tried again up to `delivery.maxAttempts`.
     const retry = telegramCallRetry(this.options.delivery ?? DEFAULT_DELIVERY_RETRY, (notice) => this.logger.warn(
       { method: notice.what, attempt: notice.attempt, attemptsLeft: notice.attemptsLeft, reason: notice.reason }, 'Telegram did not take a delivery; trying again'));
-    bot.api.config.use(this.pollingWatch(), retry, this.batchGuard());
+    // getUpdates failures are tried again by pollingRetry (outside the watch, so that it sees each attempt).
+    bot.api.config.use(this.pollingWatch(), pollingRetry(this.options.timers), retry, this.batchGuard());
     return bot;
   }
 

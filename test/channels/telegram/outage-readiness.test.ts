@@ -1,4 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTelegramChannel } from '../../../channels/telegram/index.ts';
+import { createWebchatChannel } from '../../../channels/webchat/index.ts';
+import { systemClock } from '../../../src/core/clock.ts';
 import { startGateway, type RunningGateway } from '../../../src/main.ts';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/fake-telegram.ts';
 import { startSwitchableProxy, type SwitchableProxy } from '../../fakes/switchable-proxy.ts';
@@ -26,16 +29,31 @@ describe('Telegram: an outage after the channel connected', () => {
     tmp.remove();
   });
 
-  /** Starts the gateway with a captured log and manual supervision timers, once Telegram has been polled. */
+  /**
+   * Starts the gateway with a captured log, manual supervision timers and manual timers of the channel's pauses
+   * between getUpdates attempts (`polls`), once Telegram has been polled.
+   */
   const startPolling = async (overrides: Record<string, unknown> = {}) => {
     const { logger, lines } = capturingLogger();
     const timers = new ManualTimers();
+    const polls = new ManualTimers();
     const config = testConfig(tmp.dir, overrides, { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: proxy.url });
-    const running = await startGateway({ config, logger, supervision: { timers, watchMs: 5000 } });
+    // The configured channels, as the gateway makes them, but for the Telegram channel's timers.
+    const adapters = [
+      createWebchatChannel({ clock: systemClock }),
+      createTelegramChannel({ account: config.channels.telegram[0]!, clock: systemClock, logger, stateDir: config.stateDir, timers: polls }),
+    ];
+    const running = await startGateway({ config, logger, adapters, supervision: { timers, watchMs: 5000 } });
     gw = running;
     await running.supervisor.firstAttempts();
     await telegram.waitFor('getUpdates');
-    return { lines, timers, running };
+    return { lines, timers, polls, running };
+  };
+
+  /** Ends the channel's pause before its next getUpdates attempt (3 s after a network error or a first 5xx). */
+  const retryNow = async (polls: ManualTimers) => {
+    await expect.poll(() => polls.delays()).toEqual([3000]);
+    polls.advance(3000);
   };
 
   const readyz = async (): Promise<Ready> => {
@@ -44,7 +62,7 @@ describe('Telegram: an outage after the channel connected', () => {
   };
 
   it('is not ready while getUpdates fails (one warning), and ready again once Telegram answers', { timeout: 20_000 }, async () => {
-    const { lines, running: gw } = await startPolling({ session: { dmScope: 'per-peer' }, channels: { telegram: { dmPolicy: 'open' } } });
+    const { lines, polls, running: gw } = await startPolling({ session: { dmScope: 'per-peer' }, channels: { telegram: { dmPolicy: 'open' } } });
     expect(await readyz()).toEqual({ status: 200, body: { ready: true } });
 
     proxy.up = false;
@@ -55,13 +73,15 @@ describe('Telegram: an outage after the channel connected', () => {
       name: 'telegram/default', status: 'starting', state: 'connected',
       error: expect.stringMatching(/^Could not reach the Telegram Bot API at http:\/\/127\.0\.0\.1:\d+ \(ECONN(RESET|REFUSED)\)/),
     })]);
-    // grammy retries every 3 s by itself; a second failed attempt is not a second warning.
+    // The channel tries again after its pause; a second failed attempt is not a second warning.
+    await retryNow(polls);
     await expect.poll(() => lines.some((l) => l.level === 20 && l.msg.startsWith('Telegram polling: getUpdates failed again')), { timeout: 5000 }).toBe(true);
     expect(lines.filter((l) => l.level >= 40).map((l) => l.msg)).toEqual([
       expect.stringMatching(/^Telegram polling: getUpdates failed: Could not reach the Telegram Bot API/),
     ]);
 
     proxy.up = true;
+    await retryNow(polls);
     await expect.poll(async () => (await readyz()).status, { timeout: 8000 }).toBe(200);
     expect(lines.filter((l) => l.level === 30 && l.msg === 'Telegram polling reconnected')).toHaveLength(1);
     expect(gw.supervisor.health()[1]).toMatchObject({ state: 'connected', attempts: 1 });
@@ -70,13 +90,14 @@ describe('Telegram: an outage after the channel connected', () => {
   });
 
   it('is not ready while getUpdates answers 5xx, and ready again on the retry that succeeds', { timeout: 20_000 }, async () => {
-    const { lines } = await startPolling();
+    const { lines, polls } = await startPolling();
     telegram.failNext('getUpdates', { error_code: 502, description: 'Bad Gateway' });
     await expect.poll(async () => (await readyz()).status, { timeout: 5000 }).toBe(503);
     expect((await readyz()).body.failing).toEqual([expect.objectContaining({
       name: 'telegram/default', status: 'starting', error: `The Telegram Bot API at ${proxy.url} answered 502 (Bad Gateway) to getUpdates.`,
     })]);
-    // The retry comes after auto-retry's own 3 s pause.
+    // The retry comes after the channel's pause (3 s, auto-retry's first).
+    await retryNow(polls);
     await expect.poll(async () => (await readyz()).status, { timeout: 8000 }).toBe(200);
     expect(lines.filter((l) => l.msg.startsWith('Telegram polling')).map((l) => [l.level, l.msg])).toEqual([
       [40, `Telegram polling: getUpdates failed: The Telegram Bot API at ${proxy.url} answered 502 (Bad Gateway) to getUpdates. (grammy retries; the channel is not connected until it answers)`],
