@@ -89,7 +89,7 @@ async function main(): Promise<void> {
     if (only.has('delivery')) {
       const delivery = await runDeliveryBench({ messages: quick ? 300 : 2000, users: quick ? 30 : 200 });
       results.delivery = delivery;
-      table('1e. Delivery with one Bot API send in three cut before it is read (lost and duplicated must be 0)', [delivery]);
+      table('1e. Delivery with one Bot API send in three cut before it is read (lost and duplicated must be 0)', [{ ...delivery }]);
     }
     if (only.has('store')) {
       const store = await runStoreBench({ dir: work, sizes: quick ? [100, 10_000] : [100, 10_000, 100_000, 1_000_000], turns: quick ? 500 : 2000 });
