@@ -13,7 +13,7 @@ async function until(condition: () => boolean, what: string): Promise<void> {
 }
 
 /** SPEC §16: a reply stays journaled until the platform takes it, across a kill -9 in the middle of its retries. */
-describe('SIGKILL while replies are being retried', () => {
+describe('SIGKILL while replies are being retried', { timeout: 60_000 }, () => {
   let tmp: ReturnType<typeof tempDir>;
   let openai: FakeOpenAI;
   let telegram: FakeTelegram;
