@@ -14,6 +14,7 @@ import { discordRetryVerdict } from './send-retry.ts';
 import { DEFAULT_DELIVERY_RETRY, retryDelivery } from '../../src/core/delivery-retry.ts';
 import { guardDispatches } from './packet-guard.ts';
 import { renderDiscord } from './render.ts';
+import { discordLiveCalls } from './live.ts';
 import { discordReactionPath } from './react.ts';
 import { sendOverRest, ShardLeases } from './shard-leases.ts';
 import { DiscordStartTimeout, startError, tokenSetting } from './start-error.ts';
@@ -250,6 +251,12 @@ class DiscordChannel implements ChannelAdapter {
     const retiring = destroyClient(old).finally(() => this.retiring.delete(retiring));
     this.retiring.add(retiring);
   }
+
+  /** Replies shown while they are written: a message created, then edited over REST (SPEC §16). */
+  readonly live = discordLiveCalls(() => {
+    if (!this.client) throw new ChannelError('DISCORD_NOT_RUNNING', `The Discord channel (account ${this.accountId}) is not running.`);
+    return this.client;
+  }, (what, call) => this.withRetry(what, call));
 
   async send(target: DeliveryTarget, message: OutboundMessage): Promise<void> {
     const chunks = renderDiscord(message);

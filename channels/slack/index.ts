@@ -14,6 +14,7 @@ import { BoundedMap } from './bounded-map.ts';
 import { DELIVERY_PROPERTY, SlackHttpReceiver, type DeliveryOutcome, type ReceiverTimers } from './http-receiver.ts';
 import { normalizeSlackEvent, tsOfMessageId, type SlackBotIdentity, type SlackEnvelope, type SlackMessageEvent } from './normalize.ts';
 import { renderSlackChunks } from './render.ts';
+import { slackLiveCalls } from './live.ts';
 import { isAlreadyReacted, slackReactionName } from './react.ts';
 import { SlackSocket } from './socket.ts';
 import { slackRetryVerdict } from './send-retry.ts';
@@ -138,6 +139,12 @@ class SlackChannel implements ChannelAdapter {
     else if (app) await app.stop().catch((err: unknown) => this.logger.warn({ err }, 'slack: stop failed'));
     this.socket = undefined;
   }
+
+  /** Replies shown while they are written: chat.postMessage, then chat.update (SPEC §16). */
+  readonly live = slackLiveCalls(() => {
+    if (!this.app) throw new ChannelError('SLACK_NOT_RUNNING', `Slack account "${this.accountId}" is not running; the reply was not sent.`);
+    return this.sendClient;
+  }, (what, call) => this.withRetry(what, call));
 
   /** Renders to mrkdwn and posts each chunk; in channels, into the thread of the message answered. */
   async send(target: DeliveryTarget, message: OutboundMessage): Promise<void> {

@@ -108,6 +108,11 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
       return { channel: b.channel, ts, message: { type: 'message', text: b.text, user: identity.userId, bot_id: identity.botId, ts, ...(b.thread_ts ? { thread_ts: b.thread_ts } : {}) } };
     },
     'reactions.add': (b) => (b.channel && b.timestamp && b.name ? {} : { ok: false, error: 'invalid_arguments' }),
+    'chat.update': (b) => {
+      if (typeof b.text === 'string' && [...b.text].length > SLACK_FAKE_TEXT_LIMIT) return { ok: false, error: 'msg_too_long' };
+      if (!b.ts) return { ok: false, error: 'message_not_found' };
+      return { channel: b.channel, ts: b.ts, text: b.text };
+    },
     'users.info': (b) => {
       const name = users[String(b.user)];
       return name ? { user: { id: b.user, name: name.toLowerCase(), real_name: name, profile: { display_name: name, real_name: name } } } : { ok: false, error: 'user_not_found' };

@@ -7,7 +7,8 @@ const words = (prefix: string, n: number) => Array.from({ length: n }, (_, i) =>
 describe('discord long replies through the whole gateway (real discord.js, fake Discord)', () => {
   let world: DiscordWorld;
   beforeAll(async () => {
-    world = await startDiscordWorld();
+    // Replies sent whole, as split for Discord (streamed replies are tested in live.test.ts).
+    world = await startDiscordWorld({ channels: { discord: { streaming: 'off' } } });
   });
   afterAll(async () => {
     await world.close();

@@ -22,7 +22,7 @@ describe('Slack replies through the whole gateway (real bolt, fake Slack Web API
     gw = await startTestGateway({
       dir: tmp.dir,
       env: { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: SIGNING_SECRET, SLACK_API_URL: slack.apiUrl, OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'sk-test' },
-      config: { channels: { slack: { mode: 'http', dmPolicy: 'open' } } },
+      config: { channels: { slack: { mode: 'http', dmPolicy: 'open', streaming: 'off' } } },
     });
   });
   afterAll(async () => {
