@@ -61,7 +61,10 @@ export class LiveTurns {
    * The live reply of a turn, or undefined when this chat does not stream (internal messages, ephemeral API
    * turns, a channel without post-and-edit calls, mode `off`). `posted`: ids a replay found journaled.
    */
-  start(message: InboundMessage, correlationId: string, adapter: ChannelAdapter | undefined, logger: Logger, posted?: readonly string[], onPosted?: (ids: readonly string[]) => Promise<void>): LiveTurn | undefined {
+  start(
+    message: InboundMessage, correlationId: string, adapter: ChannelAdapter | undefined, logger: Logger,
+    posted?: readonly string[], onPosted?: (ids: readonly string[]) => Promise<void>,
+  ): LiveTurn | undefined {
     if (!adapter?.live || message.channel === 'internal' || message.ephemeral) return undefined;
     const settings = this.streamingOf(message);
     const mode = streamingModeFor(settings, message.chatType);
