@@ -176,6 +176,7 @@ const telegramAccount = z.strictObject({
   requireMention: z.boolean().optional(),
   ackReaction: ackReactionSetting,
   maxInboundChars,
+  streaming: streamingSetting,
 });
 const telegram = z.strictObject({
   ...commonChannel,
@@ -199,6 +200,7 @@ const discordAccount = z.strictObject({
   requireMention: z.boolean().optional(),
   ackReaction: ackReactionSetting,
   maxInboundChars,
+  streaming: streamingSetting,
 });
 const discord = z.strictObject({
   ...commonChannel,
@@ -225,6 +227,7 @@ const slackAccount = z.strictObject({
   requireMention: z.boolean().optional(),
   ackReaction: ackReactionSetting,
   maxInboundChars,
+  streaming: streamingSetting,
 });
 const slack = z.strictObject({
   ...commonChannel,
