@@ -166,7 +166,8 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
   function edit(body: Record<string, any>): { status: number; response: Record<string, unknown> } {
     const key = `${body.chat_id}:${body.message_id}`;
     const before = shown.get(key);
-    const fail = (status: number, description: string, parameters?: Record<string, unknown>) => ({ status, response: { ok: false, error_code: status, description, ...(parameters ? { parameters } : {}) } });
+    const fail = (status: number, description: string, parameters?: Record<string, unknown>) => (
+      { status, response: { ok: false, error_code: status, description, ...(parameters ? { parameters } : {}) } });
     if (!before) return fail(400, 'Bad Request: message to edit not found');
     const limit = fake.editLimit;
     const last = lastEditAt.get(String(body.chat_id));
