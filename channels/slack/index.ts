@@ -82,6 +82,8 @@ class SlackChannel implements ChannelAdapter {
    */
   private readonly sendClient: webApi.WebClient;
   private socket?: SlackSocket;
+  /** The bot's workspace (auth.test), the `recipient_team_id` of a native stream. */
+  private teamId?: string;
 
   constructor(options: SlackChannelOptions) {
     this.options = options;
@@ -114,6 +116,7 @@ class SlackChannel implements ChannelAdapter {
     } catch (error) {
       return this.fail(error as ChannelError);
     }
+    this.teamId = bot.teamId;
     const app = this.createApp(sink, bot);
     this.app = app;
     try {
@@ -140,11 +143,11 @@ class SlackChannel implements ChannelAdapter {
     this.socket = undefined;
   }
 
-  /** Replies shown while they are written: chat.postMessage, then chat.update (SPEC §16). */
+  /** Replies shown while they are written (SPEC §16): native streaming in threads where offered, else chat.postMessage, then chat.update. */
   readonly live = slackLiveCalls(() => {
     if (!this.app) throw new ChannelError('SLACK_NOT_RUNNING', `Slack account "${this.accountId}" is not running; the reply was not sent.`);
     return this.sendClient;
-  }, (what, call) => this.withRetry(what, call));
+  }, (what, call) => this.withRetry(what, call), { teamId: () => this.teamId, logger: () => this.logger });
 
   /** Renders to mrkdwn and posts each chunk; in channels, into the thread of the message answered. */
   async send(target: DeliveryTarget, message: OutboundMessage): Promise<void> {

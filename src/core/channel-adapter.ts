@@ -85,6 +85,12 @@ export interface LiveReplyCalls {
   post(target: DeliveryTarget, part: string, options: { replyTo?: string; threadId?: string }): Promise<string>;
   /** Replaces the text of a posted message with a rendered part. A platform's "not modified" is not an error. */
   edit(target: DeliveryTarget, messageId: string, part: string): Promise<void>;
+  /**
+   * The reply is complete (or given up): a platform that streams natively closes the message's stream (Slack
+   * `chat.stopStream`). Called for each posted message after its last edit, perhaps more than once (a second
+   * call does nothing); absent: nothing to close.
+   */
+  end?(target: DeliveryTarget, messageId: string): Promise<void>;
 }
 
 /** One bot identity on one platform. Created by `channels/<name>/index.ts`. */

@@ -111,7 +111,11 @@ export class LiveReply {
     await this.busy;
     if (this.ids.length === 0 || this.broken) return false;
     const parts = this.options.calls.render(reply);
-    await this.show(parts, true);
+    try {
+      await this.show(parts, true);
+    } finally {
+      await this.end();
+    }
     return true;
   }
 
@@ -119,6 +123,16 @@ export class LiveReply {
   async abandon(): Promise<void> {
     this.stop();
     await this.busy;
+    await this.end();
+  }
+
+  /** Closes the posted messages' native streams (where the platform has them); what they show stays. */
+  private async end(): Promise<void> {
+    const { calls, target, logger } = this.options;
+    if (!calls.end) return;
+    for (const id of this.ids) {
+      await calls.end(target, id).catch((err: unknown) => logger.warn({ err }, 'live reply: the platform did not close a streamed message'));
+    }
   }
 
   private stop(): void {

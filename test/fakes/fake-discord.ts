@@ -16,6 +16,8 @@ export interface DiscordRestCall {
   body: Record<string, unknown> | undefined;
   /** The status the fake answered with. */
   status: number;
+  /** Epoch ms when it arrived. */
+  at: number;
 }
 
 /** A user as Discord sends it. */
@@ -157,7 +159,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     for await (const chunk of req) raw += chunk;
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
     const method = req.method ?? 'GET';
-    const call: DiscordRestCall = { method, path, headers: req.headers, body: raw ? safeJson(raw) : undefined, status: 200 };
+    const call: DiscordRestCall = { method, path, headers: req.headers, body: raw ? safeJson(raw) : undefined, status: 200, at: Date.now() };
     const reply = (status: number, body?: unknown, headers: Record<string, string> = {}) => {
       call.status = status;
       fake.calls.push(call);

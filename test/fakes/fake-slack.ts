@@ -80,8 +80,24 @@ export interface FakeSlack {
   revokeAppToken(error?: string): void;
   /** Cuts every Socket Mode connection without a close frame (the network dropped it). */
   dropSockets(): void;
+  /**
+   * Whether the workspace offers native streaming (`chat.startStream` / `appendStream` / `stopStream`; default
+   * true). False: the three answer `unknown_method`, as a workspace without them does.
+   */
+  nativeStreaming: boolean;
+  /** What each message the bot posted or streamed shows now, by ts (`streaming` while its stream is open). */
+  shown: Map<string, ShownMessage>;
   /** Closes everything (Socket Mode clients gracefully, with a close frame). */
   close(): Promise<void>;
+}
+
+/** One message as the fake shows it. */
+export interface ShownMessage {
+  channel: string;
+  text: string;
+  threadTs?: string;
+  /** True from `chat.startStream` until `chat.stopStream`. */
+  streaming: boolean;
 }
 
 /** Starts the fake. `identity` defaults to team T1, bot user UBOT, bot id BBOT. */
@@ -98,6 +114,17 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
   let envelopes = 0;
   const acks: string[] = [];
   let revoked: string | undefined;
+  const shown = new Map<string, ShownMessage>();
+  const str = (value: unknown) => (typeof value === 'string' ? value : '');
+  const tooLong = (text: unknown) => typeof text === 'string' && [...text].length > SLACK_FAKE_TEXT_LIMIT;
+  /** The open stream of `b.channel`/`b.ts`, or the error Slack answers (a method missing here: `unknown_method`). */
+  const openStream = (b: Record<string, unknown>): ShownMessage | { ok: false; error: string } => {
+    if (!fake.nativeStreaming) return { ok: false, error: 'unknown_method' };
+    const message = shown.get(str(b.ts));
+    if (!message || message.channel !== b.channel) return { ok: false, error: 'message_not_found' };
+    if (!message.streaming) return { ok: false, error: 'message_not_in_streaming_state' };
+    return message;
+  };
 
   const handlers: Record<string, (body: Record<string, unknown>, headers: IncomingMessage['headers']) => Record<string, unknown>> = {
     'auth.test': () => ({ url: 'https://fake.slack.com/', team: 'Fake Team', user: 'switchboard', team_id: identity.teamId, user_id: identity.userId, bot_id: identity.botId }),
@@ -105,13 +132,41 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
       // Switchboard keeps to 4,000 characters a message (SPEC §10): anything longer is a renderer bug, refused here.
       if (typeof b.text === 'string' && [...b.text].length > SLACK_FAKE_TEXT_LIMIT) return { ok: false, error: 'msg_too_long' };
       const ts = `${tsCounter++}.000200`;
+      shown.set(ts, { channel: str(b.channel), text: str(b.text), ...(b.thread_ts ? { threadTs: str(b.thread_ts) } : {}), streaming: false });
       return { channel: b.channel, ts, message: { type: 'message', text: b.text, user: identity.userId, bot_id: identity.botId, ts, ...(b.thread_ts ? { thread_ts: b.thread_ts } : {}) } };
     },
     'reactions.add': (b) => (b.channel && b.timestamp && b.name ? {} : { ok: false, error: 'invalid_arguments' }),
     'chat.update': (b) => {
       if (typeof b.text === 'string' && [...b.text].length > SLACK_FAKE_TEXT_LIMIT) return { ok: false, error: 'msg_too_long' };
       if (!b.ts) return { ok: false, error: 'message_not_found' };
+      const message = shown.get(str(b.ts));
+      if (message) message.text = str(b.text);
       return { channel: b.channel, ts: b.ts, text: b.text };
+    },
+    // Native streaming: into a thread only; outside a DM the recipient is named; each call appends markdown.
+    'chat.startStream': (b) => {
+      if (!fake.nativeStreaming) return { ok: false, error: 'unknown_method' };
+      if (!b.channel || !b.thread_ts || typeof b.markdown_text !== 'string') return { ok: false, error: 'invalid_arguments' };
+      if (!str(b.channel).startsWith('D') && (!b.recipient_user_id || !b.recipient_team_id)) return { ok: false, error: 'missing_recipient_user_id' };
+      if (tooLong(b.markdown_text)) return { ok: false, error: 'msg_too_long' };
+      const ts = `${tsCounter++}.000200`;
+      shown.set(ts, { channel: str(b.channel), text: b.markdown_text, threadTs: str(b.thread_ts), streaming: true });
+      return { channel: b.channel, ts };
+    },
+    'chat.appendStream': (b) => {
+      const message = openStream(b);
+      if ('error' in message) return message;
+      if (typeof b.markdown_text !== 'string' || !b.markdown_text) return { ok: false, error: 'invalid_arguments' };
+      if (tooLong(message.text + b.markdown_text)) return { ok: false, error: 'msg_too_long' };
+      message.text += b.markdown_text;
+      return { channel: b.channel, ts: b.ts };
+    },
+    'chat.stopStream': (b) => {
+      const message = openStream(b);
+      if ('error' in message) return message;
+      if (typeof b.markdown_text === 'string') message.text += b.markdown_text;
+      message.streaming = false;
+      return { channel: b.channel, ts: b.ts, message: { text: message.text } };
     },
     'users.info': (b) => {
       const name = users[String(b.user)];
@@ -201,6 +256,8 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
     get resets() { return resets; },
     down: false,
     revokeAppToken(error = 'token_revoked') { revoked = error; },
+    nativeStreaming: true,
+    shown,
     dropSockets() { for (const ws of sockets) ws.terminate(); },
     apiUrl: `http://127.0.0.1:${port}/api/`,
     identity,
