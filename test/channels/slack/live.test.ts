@@ -131,6 +131,20 @@ describe('Slack live replies through the gateway (SPEC §16; real bolt, fake Sla
     expect(slack.callsOf('chat.startStream')).toHaveLength(1);
   });
 
+  it('a channel set to partial streams into the thread of the mention, naming its recipient (user and workspace)', async () => {
+    world = await startWorld({ direct: 'partial', group: 'partial', intervalMs: 300 });
+    const { slack, llm, gw } = world;
+    const answer = plainAnswer(45);
+    llm.script.push({ content: answer, chunkDelayMs: 33 });
+    const from = slack.calls.length;
+    const ts = nextTs();
+    expect((await postSlack(gw, eventCallback(mentionEvent('stream here', { channel: 'C777', ts, user: 'U77' })))).status).toBe(200);
+    await until(() => world!.liveCalls(from, 'chat.stopStream').length === 1, 'chat.stopStream', 15_000);
+    expect(world.liveCalls(from, 'chat.startStream')[0]!.body).toMatchObject({ channel: 'C777', thread_ts: ts, recipient_user_id: 'U77', recipient_team_id: 'T1' });
+    expect(shownIn(slack, 'C777', ts)).toMatchObject([{ text: renderSlackChunks(answer)[0], streaming: false }]);
+    expect(world.liveCalls(from, 'chat.postMessage')).toHaveLength(0);
+  });
+
   it('channels do not stream by default: one chat.postMessage into the thread, no update, no stream', async () => {
     world = await startWorld();
     const { slack, llm, gw } = world;
@@ -178,7 +192,7 @@ describe('slackLiveCalls: the live interface on native streaming (real web-api c
     expect(slack!.shown.get(ts)).toMatchObject({ text: 'Hello *world*, again', streaming: false });
   });
 
-  it('end closes an open stream once; a DM without a thread is posted, not streamed', async () => {
+  it('end closes an open stream once; a replay edits the streamed ts with chat.update; a DM without a thread is posted, not streamed', async () => {
     const live = await calls();
     const ts = await live.post(target, 'Hi', {});
     await live.edit(target, ts, 'Hi there');
@@ -186,6 +200,11 @@ describe('slackLiveCalls: the live interface on native streaming (real web-api c
     await live.end!(target, ts);
     expect(slack!.callsOf('chat.stopStream')).toHaveLength(1);
     expect(slack!.shown.get(ts)).toMatchObject({ text: 'Hi there', streaming: false });
+    // After a restart (a replay edits the journaled ts): nothing is known of the stream, so chat.update.
+    const client = new webApi.WebClient(BOT_TOKEN, { slackApiUrl: slack!.apiUrl, retryConfig: { retries: 0 } });
+    await slackLiveCalls(() => client, (_what, call) => call()).edit(target, ts, 'Hi there, after a restart');
+    expect(slack!.callsOf('chat.update').map((c) => c.body.ts)).toEqual([ts]);
+    expect(slack!.shown.get(ts)?.text).toBe('Hi there, after a restart');
     const dmTs = await live.post({ ...target, chatId: 'D123', chatType: 'direct' }, 'Hi', {});
     expect(slack!.shown.get(dmTs)).toMatchObject({ channel: 'D123', streaming: false });
     expect(slack!.callsOf('chat.postMessage')).toHaveLength(1);
