@@ -95,7 +95,11 @@ export function slackLiveCalls(client: () => webApi.WebClient, attempt: Attempt,
     },
 
     async end(target, ts) {
+      const appended = streams.get(keyOf(target, ts));
       await stopStream(target, ts);
+      // The stream's calls read their text as standard Markdown while the parts are mrkdwn (`*bold*` would show
+      // in italics): once closed, the message is set to the same text as mrkdwn, as every other reply is.
+      if (appended !== undefined) await attempt('chat.update', () => client().chat.update({ channel: target.chatId, ts, text: appended }));
     },
   };
 }

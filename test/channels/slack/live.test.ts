@@ -91,7 +91,7 @@ describe('Slack live replies through the gateway (SPEC §16; real bolt, fake Sla
     const from = slack.calls.length;
     const thread = nextTs();
     expect((await postSlack(gw, eventCallback(dmEvent('stream in the thread', { channel: 'D123', threadTs: thread })))).status).toBe(200);
-    await until(() => world!.liveCalls(from, 'chat.stopStream').length === 1, 'chat.stopStream', 15_000);
+    await until(() => world!.liveCalls(from, 'chat.update').length === 1, 'the closing chat.update', 15_000);
     const [message, ...others] = shownIn(slack, 'D123', thread);
     expect(others).toHaveLength(0);
     expect(message).toMatchObject({ text: rendered[0], streaming: false });
@@ -104,7 +104,9 @@ describe('Slack live replies through the gateway (SPEC §16; real bolt, fake Sla
     expect([starts[0]!, ...appends].map((c) => String(c.body.markdown_text)).join('')).toBe(rendered[0]);
     expect(starts.length + appends.length).toBeLessThanOrEqual(12);
     expect(world.liveCalls(from, 'chat.postMessage')).toHaveLength(0);
-    expect(world.liveCalls(from, 'chat.update')).toHaveLength(0);
+    // Closed, the message is set once as mrkdwn (the stream's Markdown reading of `*x*` is italics).
+    expect(world.liveCalls(from, 'chat.stopStream')).toHaveLength(1);
+    expect(world.liveCalls(from, 'chat.update').map((c) => c.body.text)).toEqual([rendered[0]]);
     expect(world.liveCalls(from).every((c) => c.status === 200)).toBe(true);
   });
 
@@ -139,7 +141,7 @@ describe('Slack live replies through the gateway (SPEC §16; real bolt, fake Sla
     const from = slack.calls.length;
     const ts = nextTs();
     expect((await postSlack(gw, eventCallback(mentionEvent('stream here', { channel: 'C777', ts, user: 'U77' })))).status).toBe(200);
-    await until(() => world!.liveCalls(from, 'chat.stopStream').length === 1, 'chat.stopStream', 15_000);
+    await until(() => world!.liveCalls(from, 'chat.update').length === 1, 'the closing chat.update', 15_000);
     expect(world.liveCalls(from, 'chat.startStream')[0]!.body).toMatchObject({ channel: 'C777', thread_ts: ts, recipient_user_id: 'U77', recipient_team_id: 'T1' });
     expect(shownIn(slack, 'C777', ts)).toMatchObject([{ text: renderSlackChunks(answer)[0], streaming: false }]);
     expect(world.liveCalls(from, 'chat.postMessage')).toHaveLength(0);
@@ -195,15 +197,17 @@ describe('slackLiveCalls: the live interface on native streaming (real web-api c
   it('end closes an open stream once; a replay edits the streamed ts with chat.update; a DM without a thread is posted, not streamed', async () => {
     const live = await calls();
     const ts = await live.post(target, 'Hi', {});
-    await live.edit(target, ts, 'Hi there');
+    await live.edit(target, ts, 'Hi *there*');
     await live.end!(target, ts);
     await live.end!(target, ts);
     expect(slack!.callsOf('chat.stopStream')).toHaveLength(1);
-    expect(slack!.shown.get(ts)).toMatchObject({ text: 'Hi there', streaming: false });
+    // Closed, the streamed text is set once more as mrkdwn.
+    expect(slack!.callsOf('chat.update').map((c) => c.body.text)).toEqual(['Hi *there*']);
+    expect(slack!.shown.get(ts)).toMatchObject({ text: 'Hi *there*', streaming: false });
     // After a restart (a replay edits the journaled ts): nothing is known of the stream, so chat.update.
     const client = new webApi.WebClient(BOT_TOKEN, { slackApiUrl: slack!.apiUrl, retryConfig: { retries: 0 } });
     await slackLiveCalls(() => client, (_what, call) => call()).edit(target, ts, 'Hi there, after a restart');
-    expect(slack!.callsOf('chat.update').map((c) => c.body.ts)).toEqual([ts]);
+    expect(slack!.callsOf('chat.update').map((c) => c.body.ts)).toEqual([ts, ts]);
     expect(slack!.shown.get(ts)?.text).toBe('Hi there, after a restart');
     const dmTs = await live.post({ ...target, chatId: 'D123', chatType: 'direct' }, 'Hi', {});
     expect(slack!.shown.get(dmTs)).toMatchObject({ channel: 'D123', streaming: false });
