@@ -1,13 +1,13 @@
 import path from 'node:path';
 import { register as globalRegistry } from 'prom-client';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Accounting } from '../../src/accounting/accounting.ts';
 import { GatewayMetrics } from '../../src/accounting/metrics.ts';
 import { ProviderTracker } from '../../src/accounting/provider-tracker.ts';
 import { silentLogger } from '../../src/core/logger.ts';
-import { tempDir } from '../helpers/gateway.ts';
 import { parsePrometheus, sumOf } from '../http/prometheus.ts';
 import { llmCall, record } from './records.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 const sources = { activeSessions: () => 3, evictions: () => 7, queueDepth: () => 2, runningTurns: () => 1, messages: () => ({ accepted: 5, failed: 1 }) };
 
@@ -79,9 +79,7 @@ describe('metrics', () => {
 });
 
 describe('accounting observer', () => {
-  let tmp: ReturnType<typeof tempDir>;
-  beforeEach(() => { tmp = tempDir(); });
-  afterEach(() => tmp.remove());
+  const tmp = useTempDir();
 
   const open = async () => {
     const accounting = new Accounting({ stateDir: path.join(tmp.dir, 'data'), logger: silentLogger(), startedAt: Date.UTC(2025, 0, 1), metrics: sources });

@@ -7,21 +7,19 @@ import { TokenLedger } from '../../src/accounting/ledger.ts';
 import { ledgerPath } from '../../src/accounting/accounting.ts';
 import { AppendOnlyFile } from '../../src/core/append-only-file.ts';
 import { silentLogger } from '../../src/core/logger.ts';
-import { tempDir } from '../helpers/gateway.ts';
 import { record } from './records.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 const nextTurn = () => new Promise((resolve) => { setImmediate(resolve); });
 
 describe('token ledger writes', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const tmp = useTempDir();
   let file: string;
   beforeEach(() => {
-    tmp = tempDir();
     file = ledgerPath(path.join(tmp.dir, 'data'));
   });
   afterEach(() => {
     vi.restoreAllMocks();
-    tmp.remove();
   });
 
   it('puts the records of one turn of the event loop on disk in one write, in order, by the next turn', async () => {

@@ -7,9 +7,9 @@ import { TokenLedger, type LedgerRotation } from '../../src/accounting/ledger.ts
 import type { LedgerRecord } from '../../src/accounting/ledger-record.ts';
 import { snapshotPath } from '../../src/accounting/ledger-snapshot.ts';
 import { silentLogger } from '../../src/core/logger.ts';
-import { tempDir } from '../helpers/gateway.ts';
 import { parsePrometheus, sumOf } from '../http/prometheus.ts';
 import { llmCall, record } from './records.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 const sources = { activeSessions: () => 0, evictions: () => 0, queueDepth: () => 0, runningTurns: () => 0, messages: () => ({}) };
 const T0 = Date.UTC(2026, 0, 10, 12);
@@ -38,19 +38,17 @@ async function figures(accounting: Accounting) {
 }
 
 describe('token ledger rotation, archives and snapshot', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const tmp = useTempDir('switchboard-ledger-rotation-');
   let stateDir: string;
   let now: number;
   const opened: Accounting[] = [];
   beforeEach(() => {
-    tmp = tempDir('switchboard-ledger-rotation-');
     stateDir = path.join(tmp.dir, 'data');
     now = T0;
   });
   afterEach(async () => {
     for (const a of opened.splice(0)) await a.close().catch(() => undefined);
     vi.restoreAllMocks();
-    tmp.remove();
   });
 
   const start = async (ledger: LedgerRotation = { rotate: 'size', maxFileBytes: 20_000, retentionDays: 0 }) => {

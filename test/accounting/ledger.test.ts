@@ -1,20 +1,18 @@
 import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { TokenLedger } from '../../src/accounting/ledger.ts';
 import { ledgerPath } from '../../src/accounting/accounting.ts';
 import { silentLogger } from '../../src/core/logger.ts';
-import { tempDir } from '../helpers/gateway.ts';
 import { COMPONENT_FIELDS, record, SPEC_FIELDS } from './records.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 describe('token ledger (JSONL)', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const tmp = useTempDir();
   let file: string;
   beforeEach(() => {
-    tmp = tempDir();
     file = ledgerPath(path.join(tmp.dir, 'data'));
   });
-  afterEach(() => tmp.remove());
 
   const lines = () => readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
 

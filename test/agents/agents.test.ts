@@ -10,11 +10,12 @@ import { AgentTranscriptStores } from '../../src/sessions/agent-transcripts.ts';
 import { allSessions } from '../../src/sessions/scan.ts';
 import { KeyvSessionStore } from '../../src/sessions/store.ts';
 import type { TranscriptMessage } from '../../src/sessions/transcript.ts';
-import { startFakeOpenAI, userText, type FakeOpenAI, type RecordedRequest } from '../fakes/fake-openai.ts';
+import { userText, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
 import { sentTo } from '../channels/telegram/harness.ts';
 import { BOB, dm, groupMessage } from '../channels/telegram/updates.ts';
 import { testConfig, tempDir } from '../helpers/gateway.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 const b = (agentId: string, match: Record<string, unknown>) => ({ agentId, match }) as Binding;
 const system = (r: RecordedRequest) => r.body.messages[0]!.content ?? '';
@@ -66,14 +67,12 @@ describe('bindings', () => {
 });
 
 describe('several agents', () => {
-  let fake: FakeOpenAI;
+  const fake = useFakeOpenAI((r) => ({ content: `${/I am (\w+)/.exec(system(r))?.[1] ?? '?'} answers ${userText(r.body.messages.at(-1)!.content)}`, usage: null }));
   let telegram: FakeTelegram | undefined;
   let gw: RunningGateway | undefined;
-  let tmp: { dir: string; remove: () => void };
+  const tmp = useTempDir();
 
   beforeEach(async () => {
-    fake = await startFakeOpenAI((r) => ({ content: `${/I am (\w+)/.exec(system(r))?.[1] ?? '?'} answers ${userText(r.body.messages.at(-1)!.content)}`, usage: null }));
-    tmp = tempDir();
     for (const id of ['home', 'work']) {
       mkdirSync(path.join(tmp.dir, `ws-${id}`), { recursive: true });
       writeFileSync(path.join(tmp.dir, `ws-${id}`, 'AGENTS.md'), `Rules of the ${id} agent.`);
@@ -84,8 +83,6 @@ describe('several agents', () => {
     gw = undefined;
     await telegram?.close();
     telegram = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const agents = () => ({

@@ -3,12 +3,13 @@ import type { Binding } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
 import { startFakeDiscord, type FakeDiscord, type FakeUser } from '../fakes/fake-discord.ts';
-import { startFakeOpenAI, userText, type FakeOpenAI, type RecordedRequest } from '../fakes/fake-openai.ts';
+import { userText, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { dmEvent, eventCallback, startFakeSlack, type FakeSlack } from '../fakes/fake-slack.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
 import { dm } from '../channels/telegram/updates.ts';
 import { BOT_TOKEN, postSlack, SIGNING_SECRET, until } from '../channels/slack/helpers.ts';
-import { testConfig, tempDir } from '../helpers/gateway.ts';
+import { testConfig } from '../helpers/gateway.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 const b = (agentId: string, match: Record<string, unknown>) => ({ agentId, match }) as Binding;
 const system = (r: RecordedRequest) => r.body.messages[0]!.content ?? '';
@@ -19,19 +20,17 @@ const PROJECT = '5000000000000000002';
 const alice: FakeUser = { id: '2000000000000000002', username: 'alice', global_name: 'Alice' };
 
 describe('the binding table through Discord, Slack and Telegram (real SDKs against their fakes)', () => {
-  let llm: FakeOpenAI;
+  const llm = useFakeOpenAI((r) => ({ content: `${/I am (\w+)/.exec(system(r))?.[1] ?? '?'} answers ${userText(r.body.messages.at(-1)!.content)}`, usage: null }));
   let discord: FakeDiscord;
   let slack: FakeSlack;
   let telegram: FakeTelegram;
   let gw: RunningGateway | undefined;
-  let tmp: { dir: string; remove: () => void };
+  const tmp = useTempDir();
 
   beforeEach(async () => {
-    llm = await startFakeOpenAI((r) => ({ content: `${/I am (\w+)/.exec(system(r))?.[1] ?? '?'} answers ${userText(r.body.messages.at(-1)!.content)}`, usage: null }));
     discord = await startFakeDiscord({ bot: { id: '1000000000000000001', username: 'switchboard', bot: true }, guilds: [{ id: GUILD, channels: [{ id: GENERAL }, { id: PROJECT }] }] });
     slack = await startFakeSlack();
     telegram = await startFakeTelegram();
-    tmp = tempDir();
   });
   afterEach(async () => {
     await gw?.stop();
@@ -39,8 +38,6 @@ describe('the binding table through Discord, Slack and Telegram (real SDKs again
     await discord.close();
     await slack.close();
     await telegram.close();
-    await llm.close();
-    tmp.remove();
   });
 
   it('peer beats guild, team beats account, an account binding applies in another team, everything else goes to the first agent', async () => {

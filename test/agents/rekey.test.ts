@@ -1,16 +1,17 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Binding } from '../../src/config/schema.ts';
 import { createLogger, silentLogger, type Logger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
 import { KeyvSessionStore } from '../../src/sessions/store.ts';
 import type { TranscriptMessage } from '../../src/sessions/transcript.ts';
-import { startFakeOpenAI, userText, type FakeOpenAI, type RecordedRequest } from '../fakes/fake-openai.ts';
+import { userText, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
 import { dm } from '../channels/telegram/updates.ts';
-import { testConfig, tempDir } from '../helpers/gateway.ts';
+import { testConfig } from '../helpers/gateway.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 const b = (agentId: string, match: Record<string, unknown>) => ({ agentId, match }) as Binding;
 const system = (r: RecordedRequest) => r.body.messages[0]!.content ?? '';
@@ -27,22 +28,15 @@ function recordingLogger(): { logger: Logger; lines: () => { level: number; msg:
 }
 
 describe('re-keying at start', () => {
-  let fake: FakeOpenAI;
+  const fake = useFakeOpenAI((r) => ({ content: `${/I am (\w+)/.exec(system(r))?.[1] ?? '?'} answers ${userText(r.body.messages.at(-1)!.content)}`, usage: null }));
   let telegram: FakeTelegram | undefined;
   let gw: RunningGateway | undefined;
-  let tmp: { dir: string; remove: () => void };
-
-  beforeEach(async () => {
-    fake = await startFakeOpenAI((r) => ({ content: `${/I am (\w+)/.exec(system(r))?.[1] ?? '?'} answers ${userText(r.body.messages.at(-1)!.content)}`, usage: null }));
-    tmp = tempDir();
-  });
+  const tmp = useTempDir();
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
     await telegram?.close();
     telegram = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const data = (...parts: string[]) => path.join(tmp.dir, 'data', ...parts);

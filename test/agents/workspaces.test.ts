@@ -4,14 +4,15 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
 import { startFakeOpenAI, userText, type FakeOpenAI, type RecordedRequest } from '../fakes/fake-openai.ts';
-import { testConfig, tempDir } from '../helpers/gateway.ts';
+import { testConfig } from '../helpers/gateway.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 const system = (r: RecordedRequest) => r.body.messages[0]!.content ?? '';
 
 describe('agents without a workspace of their own', () => {
   let fake: FakeOpenAI;
   let gw: RunningGateway | undefined;
-  let tmp: { dir: string; remove: () => void };
+  const tmp = useTempDir();
 
   beforeEach(async () => {
     fake = await startFakeOpenAI((r) => {
@@ -20,13 +21,11 @@ describe('agents without a workspace of their own', () => {
       if (last.role === 'tool') return { content: `${agent} noted it`, usage: null };
       return { toolCalls: [{ id: 'w1', name: 'memory_write', arguments: JSON.stringify({ note: `${agent} remembers ${userText(last.content)}` }) }], usage: null };
     });
-    tmp = tempDir();
   });
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
     await fake.close();
-    tmp.remove();
   });
 
   const notes = (folder: string) => {

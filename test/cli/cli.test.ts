@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { PairingStore } from '../../src/routing/pairing.ts';
-import { tempDir } from '../helpers/gateway.ts';
 import { bin, cleanEnv as baseEnv, startProcess as startGatewayProcess } from '../helpers/process.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 const run = promisify(execFile);
 const cleanEnv = (dir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => baseEnv(dir, { SWITCHBOARD_LOG_LEVEL: 'info', ...extra });
@@ -13,9 +13,7 @@ const startProcess = (dir: string, env: NodeJS.ProcessEnv = {}) => startGatewayP
 
 
 describe('switchboard command line', () => {
-  let tmp: ReturnType<typeof tempDir>;
-  beforeEach(() => { tmp = tempDir(); });
-  afterEach(() => tmp.remove());
+  const tmp = useTempDir();
 
   it('start serves /healthz and the web chat with the offline provider, then stops cleanly on SIGTERM; sessions --json lists the chat', async () => {
     const proc = startProcess(tmp.dir);

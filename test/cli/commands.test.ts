@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { chatLoop, runChat } from '../../src/cli/chat.ts';
 import { initWorkspaces } from '../../src/cli/init.ts';
 import { pairingApprove } from '../../src/cli/pairing.ts';
@@ -11,14 +11,13 @@ import { silentLogger } from '../../src/core/logger.ts';
 import { StateLock } from '../../src/core/state-lock.ts';
 import { dmScopeWarning } from '../../src/routing/dm-scope-warning.ts';
 import { PairingStore } from '../../src/routing/pairing.ts';
-import { tempDir, testConfig } from '../helpers/gateway.ts';
+import { testConfig } from '../helpers/gateway.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 const strip = (s: string) => s.replace(/\x1b\[\d+m/g, '');
 
 describe('command line pieces', () => {
-  let tmp: ReturnType<typeof tempDir>;
-  beforeEach(() => { tmp = tempDir(); });
-  afterEach(() => tmp.remove());
+  const tmp = useTempDir();
 
   it('pairing approve names an unknown channel and the likely one; a known one works in-process and frees the lock', async () => {
     const config = testConfig(tmp.dir);

@@ -5,8 +5,8 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeSlack, type FakeSlack } from '../fakes/fake-slack.ts';
-import { tempDir } from '../helpers/gateway.ts';
 import { bin, cleanEnv } from '../helpers/process.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 /** Runs `switchboard <args>` to the end; resolves with its exit code and output. */
 function run(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -27,15 +27,13 @@ const closedPort = async () => {
 };
 
 describe('doctor probes the Slack app token in Socket Mode (issue 14)', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const tmp = useTempDir();
   let slack: FakeSlack;
   beforeEach(async () => {
-    tmp = tempDir();
     slack = await startFakeSlack({ appToken: 'xapp-1-good' });
   });
   afterEach(async () => {
     await slack.close();
-    tmp.remove();
   });
 
   const doctor = async (appToken: string) => run(tmp.dir, ['doctor'], {

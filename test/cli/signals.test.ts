@@ -1,23 +1,16 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { lastUser, startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../fakes/fake-openai.ts';
-import { tempDir } from '../helpers/gateway.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { lastUser, type FakeReply } from '../fakes/fake-openai.ts';
 import { startProcess } from '../helpers/process.ts';
 import { until } from '../helpers/wait.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 describe('switchboard start and SIGINT (Ctrl-C)', () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let fake: FakeOpenAI;
   let release: (() => void) | undefined;
-
-  beforeEach(async () => {
-    tmp = tempDir();
-    // The model answers only when the test lets it: the turn is running when the signal comes.
-    fake = await startFakeOpenAI((r) => new Promise<FakeReply>((resolve) => { release = () => resolve({ content: `re: ${lastUser(r)}` }); }));
-  });
+  const tmp = useTempDir();
+  // The model answers only when the test lets it: the turn is running when the signal comes.
+  const fake = useFakeOpenAI((r) => new Promise<FakeReply>((resolve) => { release = () => resolve({ content: `re: ${lastUser(r)}` }); }));
   afterEach(async () => {
     release?.();
-    await fake.close();
-    tmp.remove();
   });
 
   it('stops taking messages, lets the running turn finish and answer, then exits 0', async () => {

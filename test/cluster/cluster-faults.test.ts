@@ -1,10 +1,11 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import type { RunningGateway } from '../../src/main.ts';
 import type { PgWorkQueue } from '../../src/cluster/pg-work-queue.ts';
-import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply } from '../fakes/fake-openai.ts';
+import { userText, type FakeReply } from '../fakes/fake-openai.ts';
 import { startTestGateway, tempDir } from '../helpers/gateway.ts';
 import { describePg, useTestDatabase } from '../helpers/postgres.ts';
 import { TestChannel } from '../helpers/test-channel.ts';
+import { useFakeOpenAI } from '../helpers/fixtures.ts';
 
 const db = useTestDatabase();
 
@@ -25,17 +26,15 @@ async function laneBackends(): Promise<number[]> {
 
 describePg('cluster mode under faults', () => {
   const running: { gw: RunningGateway; remove: () => void }[] = [];
-  let openai: FakeOpenAI;
+  const openai = useFakeOpenAI((r) => ({ content: `echo: ${userText(r.body.messages.at(-1)!.content)}`, usage: null }));
   let log: { replica: string; chatId: string; text: string }[];
   let names = 0;
   beforeEach(async () => {
     log = [];
-    openai = await startFakeOpenAI((r) => ({ content: `echo: ${userText(r.body.messages.at(-1)!.content)}`, usage: null }));
     await db.pool.query('TRUNCATE sb_lane, sb_inbox, sb_delivery, sb_transcript, sb_transcript_entry, keyv CASCADE');
   });
   afterEach(async () => {
     for (const r of running.splice(0)) { await r.gw.stop(); r.remove(); }
-    await openai.close();
   });
 
   async function replica(channelSend?: (replica: string) => Promise<void>): Promise<{ gw: RunningGateway; channel: TestChannel; name: string; queue: PgWorkQueue }> {

@@ -1,14 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
-import { tempDir } from '../helpers/gateway.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 /** SPEC §9: an invalid file names the key and what was expected (issue 13). */
 describe('config errors say what was expected', () => {
-  let tmp: ReturnType<typeof tempDir>;
-  beforeEach(() => { tmp = tempDir(); });
-  afterEach(() => tmp.remove());
+  const tmp = useTempDir();
 
   const refusal = (file: string) => {
     writeFileSync(path.join(tmp.dir, 'switchboard.json'), file);

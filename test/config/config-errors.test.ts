@@ -1,16 +1,14 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { knownKeysAt } from '../../src/config/config-errors.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { didYouMean } from '../../src/core/did-you-mean.ts';
-import { tempDir } from '../helpers/gateway.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 describe('config errors an operator can act on', () => {
-  let tmp: ReturnType<typeof tempDir>;
-  beforeEach(() => { tmp = tempDir(); });
-  afterEach(() => tmp.remove());
+  const tmp = useTempDir();
 
   const load = (file: string | undefined, env: NodeJS.ProcessEnv = {}, extra: Parameters<typeof loadConfig>[0] = {}) => {
     if (file !== undefined) writeFileSync(path.join(tmp.dir, 'switchboard.json'), file);

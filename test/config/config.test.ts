@@ -1,14 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
 import { ConfigError } from '../../src/core/errors.ts';
-import { tempDir } from '../helpers/gateway.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 describe('loadConfig', () => {
-  let tmp: ReturnType<typeof tempDir>;
-  beforeEach(() => { tmp = tempDir(); });
-  afterEach(() => tmp.remove());
+  const tmp = useTempDir();
   const load = (env: NodeJS.ProcessEnv = {}, configPath?: string) => loadConfig({ cwd: tmp.dir, env, configPath });
 
   it('fills every default of SPEC §9 with no file and no environment', () => {

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import JSON5 from 'json5';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
 import { configSchema } from '../../src/config/schema.ts';
-import { tempDir } from '../helpers/gateway.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 const EXAMPLE = path.resolve(import.meta.dirname, '../../switchboard.example.json5');
 
@@ -38,9 +38,7 @@ function valueAt(value: unknown, keyPath: readonly string[]): { found: boolean }
 }
 
 describe('switchboard.example.json5 (README: "lists them all with their defaults")', () => {
-  let tmp: ReturnType<typeof tempDir>;
-  beforeEach(() => { tmp = tempDir(); });
-  afterEach(() => tmp.remove());
+  const tmp = useTempDir();
 
   const text = readFileSync(EXAMPLE, 'utf8');
   const example = JSON5.parse<Record<string, unknown>>(text);

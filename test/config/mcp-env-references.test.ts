@@ -1,12 +1,11 @@
 import { Writable } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/logger.ts';
-import { tempDir, testConfig } from '../helpers/gateway.ts';
+import { testConfig } from '../helpers/gateway.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 describe('config: ${NAME} references in MCP servers', () => {
-  let tmp: ReturnType<typeof tempDir>;
-  beforeEach(() => { tmp = tempDir(); });
-  afterEach(() => tmp.remove());
+  const tmp = useTempDir();
 
   it('a value put inside a header (Bearer ${TOKEN}) is a secret on its own: a log line holding the bare token shows it redacted', () => {
     const config = testConfig(tmp.dir, {

@@ -1,16 +1,15 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StateLockedError } from '../../src/core/errors.ts';
 import { readStateOwner, StateLock, stateLockPaths } from '../../src/core/state-lock.ts';
 import { startGateway } from '../../src/main.ts';
 import { silentLogger } from '../../src/core/logger.ts';
-import { startTestGateway, tempDir, testConfig } from '../helpers/gateway.ts';
+import { startTestGateway, testConfig } from '../helpers/gateway.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 describe('one owner per state folder', () => {
-  let tmp: ReturnType<typeof tempDir>;
-  beforeEach(() => { tmp = tempDir(); });
-  afterEach(() => tmp.remove());
+  const tmp = useTempDir();
 
   it('refuses a second lock, names the owner, and frees the folder on release', async () => {
     const dir = path.join(tmp.dir, 'data');

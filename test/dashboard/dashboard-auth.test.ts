@@ -1,22 +1,20 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { createHttpApp, type HttpApp } from '../../src/http/app.ts';
 import { createDashboardAuth, type DashboardAuth } from '../../src/http/dashboard-auth.ts';
-import { tempDir } from '../helpers/gateway.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 const TOKEN = 'owner-token-42';
 const HOST = 'gw.test:18789';
 const SELF = `http://${HOST}`;
 
 describe('dashboard sign-in: session cookie next to the bearer token', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const tmp = useTempDir();
   let clock: ManualClock;
   beforeEach(() => {
-    tmp = tempDir();
     clock = new ManualClock(Date.UTC(2026, 0, 1));
   });
-  afterEach(() => tmp.remove());
 
   /** The sign-in of the last gateway made. */
   let lastAuth: DashboardAuth;

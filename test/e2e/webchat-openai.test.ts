@@ -1,24 +1,18 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { conversation, lastUser, startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai.ts';
-import { startTestGateway, tempDir } from '../helpers/gateway.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { conversation, lastUser } from '../fakes/fake-openai.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../../src/main.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 describe('end to end: webchat → gateway → openai provider → fake OpenAI', () => {
-  let fake: FakeOpenAI;
-  let tmp: ReturnType<typeof tempDir>;
+  const fake = useFakeOpenAI((r) => ({ content: `You said: ${lastUser(r)}` }));
+  const tmp = useTempDir();
   let gw: RunningGateway | undefined;
-
-  beforeEach(async () => {
-    fake = await startFakeOpenAI((r) => ({ content: `You said: ${lastUser(r)}` }));
-    tmp = tempDir();
-  });
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const post = (body: unknown, headers: Record<string, string> = {}) => fetch(`${gw!.url}/webchat/messages`, {

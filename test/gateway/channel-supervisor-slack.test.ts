@@ -2,25 +2,24 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
 import { startFakeSlack, type FakeSlack } from '../fakes/fake-slack.ts';
-import { tempDir, testConfig } from '../helpers/gateway.ts';
+import { testConfig } from '../helpers/gateway.ts';
 import { ManualTimers } from '../helpers/manual-timers.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 const BOT_TOKEN = 'xoxb-test-bot-token';
 const APP_TOKEN = 'xapp-1-test-app-token';
 
 describe('a Slack app token that Slack refuses', () => {
   let slack: FakeSlack;
-  let tmp: ReturnType<typeof tempDir>;
+  const tmp = useTempDir();
   let gw: RunningGateway | undefined;
   beforeEach(async () => {
     slack = await startFakeSlack({ appToken: APP_TOKEN });
-    tmp = tempDir();
   });
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
     await slack.close();
-    tmp.remove();
   });
 
   it('apps.connections.open answering invalid_auth is tried once: the channel gives up with one clear line', async () => {

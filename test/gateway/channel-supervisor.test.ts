@@ -7,9 +7,10 @@ import { ChannelSupervisor } from '../../src/gateway/channel-supervisor.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
 import { startSwitchableProxy, type SwitchableProxy } from '../fakes/switchable-proxy.ts';
-import { tempDir, testConfig } from '../helpers/gateway.ts';
+import { testConfig } from '../helpers/gateway.ts';
 import { ManualTimers } from '../helpers/manual-timers.ts';
 import { capturingLogger } from '../helpers/log-capture.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 /** An adapter whose start fails with the scripted errors, in order, then succeeds. */
 function scriptedAdapter(failures: unknown[]) {
@@ -139,12 +140,11 @@ describe('ChannelSupervisor', () => {
 });
 
 describe('a channel whose platform is down at start', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const tmp = useTempDir();
   let telegram: FakeTelegram;
   let proxy: SwitchableProxy;
   let gw: RunningGateway | undefined;
   beforeEach(async () => {
-    tmp = tempDir();
     telegram = await startFakeTelegram();
     proxy = await startSwitchableProxy(Number(new URL(telegram.apiRoot).port), false);
   });
@@ -153,7 +153,6 @@ describe('a channel whose platform is down at start', () => {
     gw = undefined;
     await proxy.close();
     await telegram.close();
-    tmp.remove();
   });
 
   const readyz = async () => {

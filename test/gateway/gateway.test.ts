@@ -1,17 +1,18 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import type { RunningGateway } from '../../src/main.ts';
-import { conversation, startFakeOpenAI, lastUser, type FakeOpenAI } from '../fakes/fake-openai.ts';
-import { startTestGateway, tempDir } from '../helpers/gateway.ts';
+import { conversation, lastUser } from '../fakes/fake-openai.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
 import { TestChannel } from '../helpers/test-channel.ts';
+import { useFakeOpenAI, useTempDir } from '../helpers/fixtures.ts';
 
 const telegramOpen = { channels: { telegram: { enabled: true, botToken: 'test-token', dmPolicy: 'open' } } };
 
 describe('gateway: lanes, commands, resets, restarts', () => {
-  let fake: FakeOpenAI;
-  let tmp: ReturnType<typeof tempDir>;
+  const fake = useFakeOpenAI((r) => ({ content: `re: ${lastUser(r)}` }));
+  const tmp = useTempDir();
   let gw: RunningGateway | undefined;
   let channel: TestChannel;
   const env = () => ({ OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'sk-test' });
@@ -20,15 +21,9 @@ describe('gateway: lanes, commands, resets, restarts', () => {
     return startTestGateway({ dir: tmp.dir, env: env(), config: { ...telegramOpen, ...config }, adapters: [channel], clock });
   };
 
-  beforeEach(async () => {
-    fake = await startFakeOpenAI((r) => ({ content: `re: ${lastUser(r)}` }));
-    tmp = tempDir();
-  });
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   it('queues messages that arrive during a run and answers them in order', async () => {
@@ -169,10 +164,9 @@ describe('gateway: lanes, commands, resets, restarts', () => {
 });
 
 describe('HTTP: auth and start-up rules', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const tmp = useTempDir();
   let gw: RunningGateway | undefined;
-  beforeEach(() => { tmp = tempDir(); });
-  afterEach(async () => { await gw?.stop(); gw = undefined; tmp.remove(); });
+  afterEach(async () => { await gw?.stop(); gw = undefined; });
 
   it('with an auth token, every route but /healthz needs the bearer token', async () => {
     gw = await startTestGateway({ dir: tmp.dir, config: { gateway: { authToken: 'secret-token-123' } } });

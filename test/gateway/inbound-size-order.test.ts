@@ -1,23 +1,21 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../../src/main.ts';
-import { startTestGateway, tempDir } from '../helpers/gateway.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
 import { TestChannel } from '../helpers/test-channel.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 /**
  * The per-channel size limit is checked after the access policy, delivery dedupe and the rate limit (issue 16):
  * an oversized message from someone the bot would not answer, or delivered again, gets no "too long" line.
  */
 describe('the inbound size limit comes after policy, dedupe and the rate limit', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const tmp = useTempDir('switchboard-size-order-');
   let gw: RunningGateway | undefined;
   const big = 'w'.repeat(500);
   const tooLong = (texts: string[]) => texts.filter((t) => t.startsWith('That message is too long for me'));
-
-  beforeEach(() => { tmp = tempDir('switchboard-size-order-'); });
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
-    tmp.remove();
   });
 
   const start = async (telegram: Record<string, unknown>, extra: Record<string, unknown> = {}) => {

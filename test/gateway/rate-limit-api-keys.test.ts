@@ -1,28 +1,21 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai.ts';
-import { testConfig, tempDir } from '../helpers/gateway.ts';
+import { testConfig } from '../helpers/gateway.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 /**
  * `limits.perSender` on `/v1/chat/completions` (SPEC §14): without `gateway.authToken` a bearer is never checked,
  * so the bucket is the client's address whatever bearer it sends; with one, the bucket is the token from that address.
  */
 describe('the API rate-limit key', () => {
-  let fake: FakeOpenAI;
+  const fake = useFakeOpenAI(() => ({ content: 'ok', usage: null }));
   let gw: RunningGateway | undefined;
-  let tmp: { dir: string; remove: () => void };
-
-  beforeEach(async () => {
-    fake = await startFakeOpenAI(() => ({ content: 'ok', usage: null }));
-    tmp = tempDir();
-  });
+  const tmp = useTempDir();
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const start = async (gateway: Record<string, unknown> = {}) => {

@@ -5,11 +5,10 @@ import { ManualClock } from '../../src/core/clock.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { Inbox } from '../../src/gateway/inbox.ts';
 import type { RunningGateway } from '../../src/main.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
 import { sentTo, startTelegramGateway, telegramConfig } from '../channels/telegram/harness.ts';
 import { dm } from '../channels/telegram/updates.ts';
-import { tempDir } from '../helpers/gateway.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 async function until(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 2000 && !condition(); i++) await new Promise((r) => setTimeout(r, 5));
@@ -18,21 +17,17 @@ async function until(condition: () => boolean): Promise<void> {
 
 describe('replies of a replayed message', () => {
   let telegram: FakeTelegram;
-  let openai: FakeOpenAI;
-  let tmp: ReturnType<typeof tempDir>;
+  const openai = useFakeOpenAI();
+  const tmp = useTempDir();
   let gw: RunningGateway | undefined;
 
   beforeEach(async () => {
     telegram = await startFakeTelegram();
-    openai = await startFakeOpenAI();
-    tmp = tempDir();
   });
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
     await telegram.close();
-    await openai.close();
-    tmp.remove();
   });
 
   it('the journal records each reply the platform accepted; a replay sends only what it has not, without calling the model again', async () => {

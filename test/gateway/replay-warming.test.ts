@@ -1,27 +1,20 @@
 import { Writable } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/logger.ts';
 import type { RunningGateway } from '../../src/main.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai.ts';
-import { startTestGateway, tempDir } from '../helpers/gateway.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
 import { TestChannel } from '../helpers/test-channel.ts';
 import { until } from '../helpers/wait.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 /** A message replayed from the journal after a stop has its token counts warmed before its turn, as a fresh one does (issue 16). */
 describe('token-count warming of replayed messages', () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let fake: FakeOpenAI;
+  const tmp = useTempDir('switchboard-replay-warm-');
+  const fake = useFakeOpenAI();
   let gw: RunningGateway | undefined;
-
-  beforeEach(async () => {
-    tmp = tempDir('switchboard-replay-warm-');
-    fake = await startFakeOpenAI();
-  });
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const start = async (channel: TestChannel, lines: string[] = []) => {

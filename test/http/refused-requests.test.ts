@@ -3,14 +3,15 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/core/errors.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import type { RunningGateway } from '../../src/main.ts';
-import { startTestGateway, tempDir } from '../helpers/gateway.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 describe('refused HTTP requests and correlation ids', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const tmp = useTempDir();
   let gw: RunningGateway | undefined;
   let lines: Record<string, unknown>[];
-  beforeEach(() => { tmp = tempDir(); lines = []; });
-  afterEach(async () => { await gw?.stop(); gw = undefined; tmp.remove(); });
+  beforeEach(() => { lines = []; });
+  afterEach(async () => { await gw?.stop(); gw = undefined; });
 
   const logger = () => createLogger({
     level: 'info', secrets: ['gw-secret-token'],

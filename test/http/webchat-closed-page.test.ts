@@ -2,10 +2,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
 import { readSse, type SseReader } from '../dashboard/sse.ts';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../fakes/fake-openai.ts';
-import { testConfig, tempDir } from '../helpers/gateway.ts';
+import type { FakeReply } from '../fakes/fake-openai.ts';
+import { testConfig } from '../helpers/gateway.ts';
 import { gatewayHttp } from '../helpers/gateway-http.ts';
 import { until } from '../helpers/wait.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 /**
  * SPEC §11: a closed web page never cancels a run. A page that goes away in the middle of a turn (its
@@ -13,15 +14,13 @@ import { until } from '../helpers/wait.ts';
  * user's other open pages through `GET /webchat/events`.
  */
 describe('a web chat page closed mid-turn', () => {
-  let fake: FakeOpenAI;
+  const fake = useFakeOpenAI(() => new Promise<FakeReply>((resolve) => { release = resolve; }));
   let gw: RunningGateway | undefined;
-  let tmp: { dir: string; remove: () => void };
+  const tmp = useTempDir();
   let events: SseReader | undefined;
   let release: (reply: FakeReply) => void = () => undefined;
 
   beforeEach(async () => {
-    fake = await startFakeOpenAI(() => new Promise<FakeReply>((resolve) => { release = resolve; }));
-    tmp = tempDir();
     gw = await startGateway({
       config: testConfig(tmp.dir, {
         providers: { default: { baseUrl: fake.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0 } },
@@ -36,8 +35,6 @@ describe('a web chat page closed mid-turn', () => {
     events = undefined;
     await gw?.stop();
     gw = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const http = gatewayHttp(() => gw!.url!);

@@ -1,10 +1,11 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
 import { readSse, type SseReader } from '../dashboard/sse.ts';
-import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
-import { testConfig, tempDir } from '../helpers/gateway.ts';
+import { userText, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
+import { testConfig } from '../helpers/gateway.ts';
 import { gatewayHttp } from '../helpers/gateway-http.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 const toolRounds = (r: RecordedRequest) => r.body.messages.filter((m) => m.role === 'assistant' && m.tool_calls?.length).length;
 const firstUser = (r: RecordedRequest) => userText(r.body.messages.find((m) => m.role === 'user')?.content);
@@ -14,22 +15,15 @@ const say = (content: string): FakeReply => ({ content, usage: { prompt_tokens: 
 
 /** Later replies of the web chat: `GET /webchat/events` pushes what is sent to a user outside a request. */
 describe('web chat event stream', () => {
-  let fake: FakeOpenAI;
+  const fake = useFakeOpenAI();
   let gw: RunningGateway | undefined;
-  let tmp: { dir: string; remove: () => void };
+  const tmp = useTempDir();
   let streams: SseReader[] = [];
-
-  beforeEach(async () => {
-    fake = await startFakeOpenAI();
-    tmp = tempDir();
-  });
   afterEach(async () => {
     await Promise.all(streams.map((s) => s.cancel()));
     streams = [];
     await gw?.stop();
     gw = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const start = async (config: Record<string, unknown> = {}) => {

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import type { RunningGateway } from '../../src/main.ts';
-import { startTestGateway, tempDir } from '../helpers/gateway.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 /**
  * `limits.perSender` on `POST /webchat/messages` (SPEC §14): `user` is whatever the client sends, so the bucket is
@@ -10,7 +11,7 @@ import { startTestGateway, tempDir } from '../helpers/gateway.ts';
  * never opens a fresh bucket.
  */
 describe('the web chat rate-limit key', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const tmp = useTempDir('switchboard-webchat-rate-key-');
   let gw: RunningGateway | undefined;
 
   const start = async (gateway: Record<string, unknown> = {}) => {
@@ -21,13 +22,11 @@ describe('the web chat rate-limit key', () => {
     });
   };
   beforeEach(async () => {
-    tmp = tempDir('switchboard-webchat-rate-key-');
     await start();
   });
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
-    tmp.remove();
   });
 
   const say = (user: string, from: string, headers: Record<string, string> = {}) => gw!.app.request('/webchat/messages', {

@@ -1,25 +1,19 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import type { RunningGateway } from '../../src/main.ts';
-import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai.ts';
-import { startTestGateway, tempDir } from '../helpers/gateway.ts';
+import { lastUser } from '../fakes/fake-openai.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
 import { TestChannel } from '../helpers/test-channel.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 describe('session.notifyOnReset', () => {
-  let fake: FakeOpenAI;
-  let tmp: ReturnType<typeof tempDir>;
+  const fake = useFakeOpenAI((r) => ({ content: `re: ${lastUser(r)}` }));
+  const tmp = useTempDir();
   let gw: RunningGateway | undefined;
   let channel: TestChannel;
-
-  beforeEach(async () => {
-    fake = await startFakeOpenAI((r) => ({ content: `re: ${lastUser(r)}` }));
-    tmp = tempDir();
-  });
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const start = async (notifyOnReset: boolean, clock: ManualClock) => {

@@ -1,25 +1,23 @@
 import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/logger.ts';
 import { JsonlTranscriptStore, type TranscriptMessage } from '../../src/sessions/transcript.ts';
-import { tempDir } from '../helpers/gateway.ts';
 import { Writable } from 'node:stream';
+import { useTempDir } from '../helpers/fixtures.ts';
 
 const msg = (id: string, content: string): TranscriptMessage => ({ type: 'message', id, role: 'user', content, at: '2026-03-10T12:00:00.000Z' });
 
 describe('JsonlTranscriptStore', () => {
-  let tmp: ReturnType<typeof tempDir>;
+  const tmp = useTempDir();
   let lines: string[];
   let store: JsonlTranscriptStore;
   const sid = '0b0e6f52-1111-4c3a-9a56-3c2a9b2d0d01';
   beforeEach(() => {
-    tmp = tempDir();
     lines = [];
     const sink = new Writable({ write(chunk, _e, cb) { lines.push(String(chunk)); cb(); } });
     store = new JsonlTranscriptStore({ dir: tmp.dir, logger: createLogger({ level: 'warn', destination: sink }), cacheLimit: 0 });
   });
-  afterEach(() => tmp.remove());
 
   it('writes the SPEC header, then one JSON line per entry', async () => {
     await store.create(sid, 'agent:main:main', new Date('2026-03-10T12:00:00Z'));

@@ -1,12 +1,12 @@
 import { Writable } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { createLogger, silentLogger } from '../../src/core/logger.ts';
 import { PromptPrediction } from '../../src/agent/context/token-calibration.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai.ts';
-import { testConfig, tempDir } from '../helpers/gateway.ts';
+import { testConfig } from '../helpers/gateway.ts';
 import { gatewayHttp } from '../helpers/gateway-http.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 /**
  * SPEC §14 with a provider that reports usage far from our count (which calibration ignores as implausible): the
@@ -15,19 +15,12 @@ import { gatewayHttp } from '../helpers/gateway-http.ts';
  * hundred tokens by our count while the provider reports 40.
  */
 describe('the session budget predicts from the reported usage', () => {
-  let fake: FakeOpenAI;
+  const fake = useFakeOpenAI();
   let gw: RunningGateway | undefined;
-  let tmp: { dir: string; remove: () => void };
-
-  beforeEach(async () => {
-    fake = await startFakeOpenAI();
-    tmp = tempDir();
-  });
+  const tmp = useTempDir();
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const start = async (tokenBudget: number, lines?: string[]) => {

@@ -2,13 +2,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
-import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
+import { userText, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
 import { sentTo } from '../channels/telegram/harness.ts';
 import { dm } from '../channels/telegram/updates.ts';
-import { testConfig, tempDir } from '../helpers/gateway.ts';
+import { testConfig } from '../helpers/gateway.ts';
 import { gatewayHttp } from '../helpers/gateway-http.ts';
 import { until } from '../helpers/wait.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 const lastUser = (r: RecordedRequest) => userText([...r.body.messages].reverse().find((m) => m.role === 'user')?.content);
 const rounds = (r: RecordedRequest) => r.body.messages.filter((m) => m.role === 'assistant' && m.tool_calls?.length).length;
@@ -16,15 +17,13 @@ const search = (n: number): FakeReply => ({ toolCalls: [{ id: `t${n}`, name: 'me
 
 
 describe('budgets and rate limits', () => {
-  let fake: FakeOpenAI;
+  const fake = useFakeOpenAI();
   let telegram: FakeTelegram | undefined;
   let gw: RunningGateway | undefined;
-  let tmp: { dir: string; remove: () => void };
+  const tmp = useTempDir();
   let clock: ManualClock;
 
   beforeEach(async () => {
-    fake = await startFakeOpenAI();
-    tmp = tempDir();
     clock = new ManualClock('2026-06-01T10:00:00Z');
   });
   afterEach(async () => {
@@ -32,8 +31,6 @@ describe('budgets and rate limits', () => {
     gw = undefined;
     await telegram?.close();
     telegram = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const start = async (config: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) => {

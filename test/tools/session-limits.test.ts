@@ -1,10 +1,11 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
-import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
-import { testConfig, tempDir } from '../helpers/gateway.ts';
+import { userText, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
+import { testConfig } from '../helpers/gateway.ts';
 import { gatewayHttp } from '../helpers/gateway-http.ts';
 import { until } from '../helpers/wait.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 const conversation = (r: RecordedRequest) => r.body.messages.filter((m) => m.role !== 'system');
 const firstUser = (r: RecordedRequest) => userText(conversation(r).find((m) => m.role === 'user')?.content);
@@ -21,19 +22,12 @@ function gate() {
 const resultOf = (reply: string) => reply.slice('result: '.length);
 
 describe('session tools: limits and visibility', () => {
-  let fake: FakeOpenAI;
+  const fake = useFakeOpenAI();
   let gw: RunningGateway | undefined;
-  let tmp: { dir: string; remove: () => void };
-
-  beforeEach(async () => {
-    fake = await startFakeOpenAI();
-    tmp = tempDir();
-  });
+  const tmp = useTempDir();
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const start = async (config: Record<string, unknown> = {}) => {

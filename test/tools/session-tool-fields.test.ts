@@ -2,10 +2,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../src/main.ts';
 import type { TimeoutHandle } from '../../src/tools/timeout.ts';
-import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
-import { testConfig, tempDir } from '../helpers/gateway.ts';
+import { userText, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
+import { testConfig } from '../helpers/gateway.ts';
 import { gatewayHttp } from '../helpers/gateway-http.ts';
 import { until } from '../helpers/wait.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 const firstUser = (r: RecordedRequest) => userText(r.body.messages.find((m) => m.role === 'user')?.content);
 const last = (r: RecordedRequest) => r.body.messages.at(-1)!;
@@ -33,21 +34,17 @@ function manualTimeouts() {
 
 /** SPEC §11: `sessions` list gives each session's token totals; `sessions_yield` waits at most 600 s. */
 describe('session tools: token totals and the yield cap', () => {
-  let fake: FakeOpenAI;
+  const fake = useFakeOpenAI();
   let gw: RunningGateway | undefined;
-  let tmp: { dir: string; remove: () => void };
+  const tmp = useTempDir();
   let timers: ReturnType<typeof manualTimeouts>;
 
   beforeEach(async () => {
-    fake = await startFakeOpenAI();
-    tmp = tempDir();
     timers = manualTimeouts();
   });
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const start = async () => {

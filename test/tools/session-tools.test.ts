@@ -1,13 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../../src/main.ts';
 import type { TranscriptMessage } from '../../src/sessions/transcript.ts';
-import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
+import { userText, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
-import { tempDir } from '../helpers/gateway.ts';
 import { sentTo } from '../channels/telegram/harness.ts';
 import { dm, groupMessage } from '../channels/telegram/updates.ts';
 import { manualTimers, type ManualTimers } from './timers.ts';
 import { until } from '../helpers/wait.ts';
+import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 type Wire = RecordedRequest['body']['messages'][number];
 const conversation = (r: RecordedRequest) => r.body.messages.filter((m) => m.role !== 'system');
@@ -26,15 +26,13 @@ function gate() {
 
 
 describe('session tools', () => {
-  let fake: FakeOpenAI;
+  const fake = useFakeOpenAI();
   let telegram: FakeTelegram | undefined;
   let gw: RunningGateway | undefined;
-  let tmp: { dir: string; remove: () => void };
+  const tmp = useTempDir();
   let timers: ManualTimers;
 
   beforeEach(async () => {
-    fake = await startFakeOpenAI();
-    tmp = tempDir();
     timers = manualTimers();
   });
   afterEach(async () => {
@@ -42,8 +40,6 @@ describe('session tools', () => {
     gw = undefined;
     await telegram?.close();
     telegram = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const start = async (config: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}) => {

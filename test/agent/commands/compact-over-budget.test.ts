@@ -1,26 +1,19 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/core/clock.ts';
 import { silentLogger } from '../../../src/core/logger.ts';
 import { startGateway, type RunningGateway } from '../../../src/main.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../../fakes/fake-openai.ts';
-import { testConfig, tempDir } from '../../helpers/gateway.ts';
+import { testConfig } from '../../helpers/gateway.ts';
 import { gatewayHttp } from '../../helpers/gateway-http.ts';
+import { useTempDir, useFakeOpenAI } from '../../helpers/fixtures.ts';
 
 /** `/compact` refused by the session token budget (SPEC §14) answers with the budget line alone. */
 describe('/compact over the session budget', () => {
-  let fake: FakeOpenAI;
+  const fake = useFakeOpenAI(() => ({ content: 'fine', usage: { prompt_tokens: 300, completion_tokens: 100 } }));
   let gw: RunningGateway | undefined;
-  let tmp: { dir: string; remove: () => void };
-
-  beforeEach(async () => {
-    fake = await startFakeOpenAI(() => ({ content: 'fine', usage: { prompt_tokens: 300, completion_tokens: 100 } }));
-    tmp = tempDir();
-  });
+  const tmp = useTempDir();
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const http = gatewayHttp(() => gw!.url!);

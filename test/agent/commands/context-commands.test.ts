@@ -4,14 +4,15 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/core/clock.ts';
 import type { RunningGateway } from '../../../src/main.ts';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../../fakes/fake-openai.ts';
-import { startTestGateway, tempDir } from '../../helpers/gateway.ts';
+import { startTestGateway } from '../../helpers/gateway.ts';
 import { defaultReply, kindOf } from '../harness.ts';
+import { useTempDir } from '../../helpers/fixtures.ts';
 
 const words = (n: number) => Array.from({ length: n }, (_, i) => `word${i % 10}`).join(' ');
 
 describe('/context, /compact and POST /admin/sessions/:key/compact', () => {
   let fake: FakeOpenAI;
-  let tmp: ReturnType<typeof tempDir>;
+  const tmp = useTempDir();
   let gw: RunningGateway | undefined;
   const clock = new ManualClock('2026-05-04T08:00:00Z');
 
@@ -21,7 +22,6 @@ describe('/context, /compact and POST /admin/sessions/:key/compact', () => {
       if (r.body.messages.at(-1)!.role === 'tool') return { content: '', usage: null };
       return { toolCalls: [{ id: 'm1', name: 'memory_write', arguments: JSON.stringify({ note: '- Alice likes short answers' }) }], usage: null };
     });
-    tmp = tempDir();
     const ws = path.join(tmp.dir, 'workspace');
     mkdirSync(ws, { recursive: true });
     writeFileSync(path.join(ws, 'AGENTS.md'), 'Answer briefly.');
@@ -31,7 +31,6 @@ describe('/context, /compact and POST /admin/sessions/:key/compact', () => {
     await gw?.stop();
     gw = undefined;
     await fake.close();
-    tmp.remove();
   });
 
   const start = (compaction: Record<string, unknown> = {}, contextWindow = 16000) => startTestGateway({

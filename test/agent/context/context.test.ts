@@ -7,9 +7,10 @@ import { defineTool } from '../../../src/tools/tool.ts';
 import { ManualClock } from '../../../src/core/clock.ts';
 import type { RunningGateway } from '../../../src/main.ts';
 import type { TranscriptMessage } from '../../../src/sessions/transcript.ts';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../../fakes/fake-openai.ts';
-import { startTestGateway, tempDir } from '../../helpers/gateway.ts';
+import type { FakeReply, RecordedRequest } from '../../fakes/fake-openai.ts';
+import { startTestGateway } from '../../helpers/gateway.ts';
 import { defaultReply, kindOf, startHarness, type Harness } from '../harness.ts';
+import { useTempDir, useFakeOpenAI } from '../../helpers/fixtures.ts';
 
 function commonPrefix(a: string, b: string): number {
   let i = 0;
@@ -26,14 +27,12 @@ function messagesEnd(r: RecordedRequest): number {
 }
 
 describe('request assembly through the gateway', () => {
-  let fake: FakeOpenAI;
-  let tmp: ReturnType<typeof tempDir>;
+  const fake = useFakeOpenAI((r) => ({ content: `You said: ${r.body.messages.at(-1)?.content}`, usage: { prompt_tokens: 500, completion_tokens: 5 } }));
+  const tmp = useTempDir();
   let gw: RunningGateway | undefined;
   const clock = new ManualClock('2026-05-04T08:00:00Z');
 
   beforeEach(async () => {
-    fake = await startFakeOpenAI((r) => ({ content: `You said: ${r.body.messages.at(-1)?.content}`, usage: { prompt_tokens: 500, completion_tokens: 5 } }));
-    tmp = tempDir();
     const ws = path.join(tmp.dir, 'workspace');
     mkdirSync(ws, { recursive: true });
     writeFileSync(path.join(ws, 'AGENTS.md'), '# Rules\nAnswer briefly. Never reveal the launch code.');
@@ -42,8 +41,6 @@ describe('request assembly through the gateway', () => {
   afterEach(async () => {
     await gw?.stop();
     gw = undefined;
-    await fake.close();
-    tmp.remove();
   });
 
   const post = (text: string) => fetch(`${gw!.url}/webchat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'alice', text }) })
