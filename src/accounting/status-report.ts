@@ -1,5 +1,6 @@
 import type { ChannelStatus } from '../core/channel-adapter.ts';
 import type { ProviderFailure, ProviderTracker } from './provider-tracker.ts';
+import type { DeliveryFailure } from '../core/delivery-retry.ts';
 
 /** One channel account in `GET /status`. */
 export interface ChannelStatusReport {
@@ -39,18 +40,7 @@ export interface StatusReport {
   /** Cluster mode: this replica's id and the live replicas (SPEC §13). */
   cluster?: { replicaId: string; replicas: unknown[] };
   /** Replies given up on after the channel's retries (SPEC §16), by `channel/account`, and the latest ones. */
-  deliveries?: { failed: Record<string, number>; recent: DeliveryFailureReport[] };
-}
-
-/** One reply the platform never took. */
-export interface DeliveryFailureReport {
-  at: string;
-  channel: string;
-  accountId: string;
-  chatId: string;
-  correlationId?: string;
-  code?: string;
-  error: string;
+  deliveries?: { failed: Record<string, number>; recent: DeliveryFailure[] };
 }
 
 /** One MCP server in `GET /status`. */
@@ -78,7 +68,7 @@ export interface StatusSources {
   /** Cluster mode: the live replicas. */
   cluster?(): Promise<{ replicaId: string; replicas: unknown[] }>;
   /** Replies given up on. */
-  deliveries?(): { byChannel: Record<string, number>; recent: DeliveryFailureReport[] };
+  deliveries?(): { byChannel: Record<string, number>; recent: DeliveryFailure[] };
 }
 
 /** Builds the status report; a store that cannot count gives `persisted: null` rather than failing. */
@@ -105,6 +95,6 @@ export async function buildStatusReport(sources: StatusSources): Promise<StatusR
   };
 }
 
-function deliveriesOf(d: { byChannel: Record<string, number>; recent: DeliveryFailureReport[] }): NonNullable<StatusReport['deliveries']> {
+function deliveriesOf(d: { byChannel: Record<string, number>; recent: DeliveryFailure[] }): NonNullable<StatusReport['deliveries']> {
   return { failed: d.byChannel, recent: d.recent };
 }

@@ -11,6 +11,19 @@ export interface DeliveryRetryPolicy {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
+/** A reply the platform never took, even after the channel's retries (SPEC §16: logged, counted, shown). */
+export interface DeliveryFailure {
+  /** ISO time it was given up on. */
+  at: string;
+  channel: string;
+  accountId: string;
+  chatId: string;
+  correlationId?: string;
+  /** The last error's code and message. */
+  code?: string;
+  error: string;
+}
+
 /** The defaults of `delivery` (SPEC §16). */
 export const DEFAULT_DELIVERY_RETRY: DeliveryRetryPolicy = { maxAttempts: 8, baseDelayMs: 500, maxDelayMs: 30_000 };
 

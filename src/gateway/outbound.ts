@@ -5,19 +5,7 @@ import { deliveryKey, type Inbox } from './inbox.ts';
 import { DEFAULT_TYPING_LAPSE_MS, startTypingLoop, typingRefreshMs, type TypingTimers } from './typing-loop.ts';
 import type { LiveTurn } from './live-turn.ts';
 import type { QueuedJob, SharedQueue } from './shared-queue.ts';
-
-/** A reply the platform never took, even after the channel's retries (SPEC §16: logged, counted, shown). */
-export interface DeliveryFailure {
-  /** ISO time it was given up on. */
-  at: string;
-  channel: string;
-  accountId: string;
-  chatId: string;
-  correlationId?: string;
-  /** The last error's code and message. */
-  code?: string;
-  error: string;
-}
+import type { DeliveryFailure } from '../core/delivery-retry.ts';
 
 /** How many given-up replies are kept for `/status` and the dashboard. */
 const RECENT_FAILURES = 20;

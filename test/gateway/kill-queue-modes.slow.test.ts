@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
@@ -6,6 +6,7 @@ import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts'
 import { tempDir } from '../helpers/gateway.ts';
 import { startProcess } from '../helpers/process.ts';
 import { dm } from '../channels/telegram/updates.ts';
+import { pendingInJournal as journalPending } from '../helpers/inbox-journal.ts';
 
 type Entry = { type: string; role?: string; content?: string; sourceId?: string; toolCalls?: unknown[] };
 
@@ -61,17 +62,7 @@ describe('SIGKILL in the middle of a collected or steered turn', { timeout: 90_0
     return readdirSync(dir).filter((f) => f.endsWith('.jsonl')).flatMap((f) => readFileSync(path.join(dir, f), 'utf8').trim().split('\n'))
       .map((l) => JSON.parse(l) as Entry).filter((e) => e.type === 'message');
   };
-  const pendingInJournal = () => {
-    const file = path.join(tmp.dir, 'data', 'inbox.jsonl');
-    if (!existsSync(file)) return [];
-    const pending = new Set<string>();
-    for (const line of readFileSync(file, 'utf8').split('\n').filter(Boolean)) {
-      const r = JSON.parse(line) as { op: string; key: string };
-      if (r.op === 'in') pending.add(r.key);
-      else if (r.op === 'done') pending.delete(r.key);
-    }
-    return [...pending];
-  };
+  const pendingInJournal = () => journalPending(path.join(tmp.dir, 'data'));
   /** Each text's user entry once, with a final answer after it; nothing left pending. */
   const expectEachOnceAndAnswered = (texts: string[]) => {
     const entries = transcripts();

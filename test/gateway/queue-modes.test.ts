@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Submission } from '../../src/core/channel-adapter.ts';
@@ -7,6 +7,7 @@ import type { QueueTimers } from '../../src/gateway/queue-mode.ts';
 import { lastUser, startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { startTestGateway, tempDir } from '../helpers/gateway.ts';
 import { TestChannel } from '../helpers/test-channel.ts';
+import { pendingInJournal as journalPending } from '../helpers/inbox-journal.ts';
 
 type Entry = { type: string; role?: string; content?: string; sourceId?: string; toolCalls?: unknown[]; interrupted?: boolean };
 
@@ -74,17 +75,7 @@ describe('queue modes (SPEC §16): collect, steer, interrupt', () => {
     return readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Entry).filter((e) => e.type === 'message');
   };
   /** Messages the inbox journal holds as accepted and not done. */
-  const pendingInJournal = () => {
-    const file = path.join(tmp.dir, 'data', 'inbox.jsonl');
-    if (!existsSync(file)) return [];
-    const pending = new Set<string>();
-    for (const line of readFileSync(file, 'utf8').split('\n').filter(Boolean)) {
-      const r = JSON.parse(line) as { op: string; key: string };
-      if (r.op === 'in') pending.add(r.key);
-      else pending.delete(r.key);
-    }
-    return [...pending];
-  };
+  const pendingInJournal = () => journalPending(path.join(tmp.dir, 'data'));
   /** Each user entry once (by sourceId and by text), and each followed by a final answer. */
   const expectEachOnceAndAnswered = (entries: Entry[], texts: string[]) => {
     const users = entries.filter((e) => e.role === 'user');
