@@ -66,7 +66,7 @@ class TelegramChannel implements ChannelAdapter {
   readonly typingLapseMs = 5000;
   private state: ChannelStatus = 'stopped';
   private detail?: string;
-  /** Why getUpdates fails while polling is in an outage (grammy retries on its own); undefined when it answers. */
+  /** Why getUpdates fails while polling is in an outage (it is tried again on its own); undefined when it answers. */
   private outage?: string;
   /** The error behind a failure after start-up (a token revoked mid-run), with its code for the supervisor. */
   lastFailure?: ChannelError;

@@ -3,8 +3,8 @@ import { HttpError, type Transformer } from 'grammy';
 import { retryDelivery, type DeliveryRetryPolicy, type RetryNotice, type RetryVerdict } from '../../src/core/delivery-retry.ts';
 
 /**
- * Calls that are not deliveries: polling and start-up have their own loops and deadlines (grammy's polling
- * retry, the start timeout), and a typing indicator that failed is not worth a second try.
+ * Calls that are not deliveries: polling and start-up have their own loops and deadlines (getUpdates is tried
+ * again by polling-retry.ts, getMe by the start timeout), and a typing indicator that failed is not worth a second try.
  */
 const NOT_DELIVERIES = new Set(['getUpdates', 'getMe', 'sendChatAction', 'setWebhook', 'deleteWebhook', 'getWebhookInfo', 'close', 'logOut']);
 
