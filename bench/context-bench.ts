@@ -24,6 +24,7 @@ import { SessionManager } from '../src/sessions/manager.ts';
 import type { SessionPage, SessionStore } from '../src/sessions/store.ts';
 import { JsonlTranscriptStore } from '../src/sessions/transcript.ts';
 import { mean, nowMs, percentile, round } from './stats.ts';
+import { prng } from './prng.ts';
 
 /** Special-token strings (`<|endoftext|>`, which src/agent's own comments quote) count as the text they are, as in the gateway. */
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
@@ -32,17 +33,6 @@ const countO200k = (text: string): number => countO200kStrict(text, AS_TEXT);
 
 const root = path.resolve(import.meta.dirname, '..');
 
-/** A seeded PRNG, so every run sees the same texts. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ENGLISH = [
   'The gateway routes every inbound message to a session, and the session decides what the model sees.',

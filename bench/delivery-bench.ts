@@ -4,6 +4,7 @@
 import { startFakeTelegram } from '../test/fakes/fake-telegram.ts';
 import { dm } from '../test/channels/telegram/updates.ts';
 import { startTestGateway, tempDir } from '../test/helpers/gateway.ts';
+import { prng } from './prng.ts';
 
 /** What {@link runDeliveryBench} measured. */
 export interface DeliveryBenchResult {
@@ -16,24 +17,12 @@ export interface DeliveryBenchResult {
   seconds: number;
 }
 
-/** A small seeded generator (mulberry32), so runs cut the same sends. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Runs `messages` messages from `users` users; one send in three is cut (`resetShare`). */
 export async function runDeliveryBench(options: { messages: number; users: number; resetShare?: number; retryBaseMs?: number }): Promise<DeliveryBenchResult> {
   const resetShare = options.resetShare ?? 1 / 3;
   const telegram = await startFakeTelegram();
   const tmp = tempDir('switchboard-delivery-bench-');
-  const random = seeded(2026);
+  const random = prng(2026);
   telegram.resetConnection = (method) => method === 'sendMessage' && random() < resetShare;
   // Backoff shortened from the production 500 ms so the run takes seconds; the attempts (8) are the default.
   const gw = await startTestGateway({
