@@ -4,31 +4,27 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, userText, type FakeOpenAI } from '../fakes/fake-openai.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
 import { tempDir } from '../helpers/gateway.ts';
-import { startProcess } from '../helpers/process.ts';
+import { useGatewayProcesses } from '../helpers/process.ts';
 import { dm } from '../channels/telegram/updates.ts';
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 6000 && !condition(); i++) await new Promise((r) => setTimeout(r, 5));
-  if (!condition()) throw new Error(`timed out waiting for ${what}`);
-}
+import { until } from '../helpers/wait.ts';
 
 /** SPEC §16: a reply stays journaled until the platform takes it, across a kill -9 in the middle of its retries. */
 describe('SIGKILL while replies are being retried', { timeout: 60_000 }, () => {
   let tmp: ReturnType<typeof tempDir>;
   let openai: FakeOpenAI;
   let telegram: FakeTelegram;
-  const procs: ReturnType<typeof startProcess>[] = [];
   beforeEach(async () => {
     tmp = tempDir();
     openai = await startFakeOpenAI((r) => ({ content: `echo: ${userText(r.body.messages.at(-1)!.content)}`, usage: null }));
     telegram = await startFakeTelegram();
   });
   afterEach(async () => {
-    for (const p of procs.splice(0)) { p.child.kill('SIGKILL'); await p.exited; }
     await telegram.close();
     await openai.close();
     tmp.remove();
   });
+  // Registered after the hook above, so it runs first: the processes die before the fakes close.
+  const gateways = useGatewayProcesses();
 
   it('replies the Bot API never took before the kill are sent after the restart, each once, without asking the model again', async () => {
     writeFileSync(path.join(tmp.dir, 'switchboard.json'), JSON.stringify({
@@ -44,11 +40,10 @@ describe('SIGKILL while replies are being retried', { timeout: 60_000 }, () => {
 
     // The Bot API takes no send: every reply is being retried when the process dies.
     telegram.resetConnection = (method) => method === 'sendMessage';
-    const first = startProcess(tmp.dir, env);
-    procs.push(first);
+    const first = gateways.start(tmp.dir, env);
     await first.url;
     for (const [i, from] of users.entries()) telegram.pushUpdate(dm(texts[i]!, { from }));
-    await until(() => telegram.resets >= 3 * users.length, 'every reply to be cut a few times');
+    await until(() => telegram.resets >= 3 * users.length, 'every reply to be cut a few times', 6000);
     first.child.kill('SIGKILL');
     await first.exited;
     expect(telegram.callsOf('sendMessage')).toHaveLength(0);
@@ -56,11 +51,10 @@ describe('SIGKILL while replies are being retried', { timeout: 60_000 }, () => {
     expect(modelCalls).toBe(users.length);
 
     telegram.resetConnection = undefined;
-    const second = startProcess(tmp.dir, env);
-    procs.push(second);
+    const second = gateways.start(tmp.dir, env);
     await second.url;
     const answered = (text: string) => telegram.callsOf('sendMessage').filter((c) => c.response.ok && String(c.body.text) === `echo: ${text}`);
-    await until(() => texts.every((t) => answered(t).length > 0), 'every reply after the restart');
+    await until(() => texts.every((t) => answered(t).length > 0), 'every reply after the restart', 6000);
     for (const text of texts) expect(answered(text), text).toHaveLength(1);
     // The answers were in the transcripts: the replay sent them without calling the model again.
     expect(openai.requests.length).toBe(modelCalls);

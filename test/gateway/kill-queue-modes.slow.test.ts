@@ -4,16 +4,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, userText, type FakeOpenAI, type FakeReply, type RecordedRequest } from '../fakes/fake-openai.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts';
 import { tempDir } from '../helpers/gateway.ts';
-import { startProcess } from '../helpers/process.ts';
+import { useGatewayProcesses } from '../helpers/process.ts';
 import { dm } from '../channels/telegram/updates.ts';
 import { pendingInJournal as journalPending } from '../helpers/inbox-journal.ts';
+import { until } from '../helpers/wait.ts';
 
 type Entry = { type: string; role?: string; content?: string; sourceId?: string; toolCalls?: unknown[] };
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 6000 && !condition(); i++) await new Promise((r) => setTimeout(r, 5));
-  if (!condition()) throw new Error(`timed out waiting for ${what}`);
-}
 
 /** The user texts of a request. */
 const usersOf = (r: RecordedRequest) => r.body.messages.filter((m) => m.role === 'user').map((m) => userText(m.content));
@@ -25,7 +21,6 @@ describe('SIGKILL in the middle of a collected or steered turn', { timeout: 90_0
   let telegram: FakeTelegram;
   /** Requests held open (the model "thinking") while the test kills the gateway. */
   let held: ((reply: FakeReply) => void)[];
-  const procs: ReturnType<typeof startProcess>[] = [];
   beforeEach(async () => {
     tmp = tempDir();
     held = [];
@@ -33,12 +28,13 @@ describe('SIGKILL in the middle of a collected or steered turn', { timeout: 90_0
     telegram = await startFakeTelegram();
   });
   afterEach(async () => {
-    for (const p of procs.splice(0)) { p.child.kill('SIGKILL'); await p.exited; }
     for (const answer of held.splice(0)) answer({ content: 'late' });
     await telegram.close();
     await openai.close();
     tmp.remove();
   });
+  // Registered after the hook above, so it runs first: the processes die before the fakes close.
+  const gateways = useGatewayProcesses();
 
   const configure = (mode: string) => writeFileSync(path.join(tmp.dir, 'switchboard.json'), JSON.stringify({
     providers: { default: { baseUrl: openai.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0 } },
@@ -47,12 +43,11 @@ describe('SIGKILL in the middle of a collected or steered turn', { timeout: 90_0
   }));
   const env = () => ({ TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot });
   const start = async () => {
-    const proc = startProcess(tmp.dir, env());
-    procs.push(proc);
+    const proc = gateways.start(tmp.dir, env());
     await proc.url;
     return proc;
   };
-  const kill = async (proc: ReturnType<typeof startProcess>) => {
+  const kill = async (proc: ReturnType<typeof gateways.start>) => {
     proc.child.kill('SIGKILL');
     await proc.exited;
   };
@@ -81,13 +76,13 @@ describe('SIGKILL in the middle of a collected or steered turn', { timeout: 90_0
     const first = await start();
     const texts = ['burst one', 'burst two', 'burst three'];
     for (const text of texts) telegram.pushUpdate(dm(text));
-    await until(() => openai.requests.length === 1, 'the collected turn to call the model');
+    await until(() => openai.requests.length === 1, 'the collected turn to call the model', 6000);
     expect(usersOf(openai.requests[0]!)).toEqual(texts);
     await kill(first);
 
     openai.fallback = (r) => ({ content: `re: ${usersOf(r).at(-1)}` });
     await start();
-    await until(() => pendingInJournal().length === 0 && telegram.callsOf('sendMessage').length > 0, 'the replay to finish');
+    await until(() => pendingInJournal().length === 0 && telegram.callsOf('sendMessage').length > 0, 'the replay to finish', 6000);
     expectEachOnceAndAnswered(texts);
   });
 
@@ -101,17 +96,17 @@ describe('SIGKILL in the middle of a collected or steered turn', { timeout: 90_0
       return new Promise<FakeReply>((answer) => held.push(answer));
     };
     const firstId = telegram.pushUpdate(dm('do the thing'));
-    await until(() => requests === 1 && taken(firstId), 'the turn to call the model');
+    await until(() => requests === 1 && taken(firstId), 'the turn to call the model', 6000);
     const secondId = telegram.pushUpdate(dm('and also this'));
-    await until(() => taken(secondId), 'the second message to be taken');
+    await until(() => taken(secondId), 'the second message to be taken', 6000);
     held.shift()!({ toolCalls: [{ id: 'call-1', name: 'memory_search', arguments: '{"query":"notes"}' }] });
-    await until(() => requests === 2, 'the request after the tool call');
+    await until(() => requests === 2, 'the request after the tool call', 6000);
     expect(usersOf(openai.requests[1]!)).toEqual(['do the thing', 'and also this']);
     await kill(first);
 
     openai.fallback = (r) => ({ content: `re: ${usersOf(r).at(-1)}` });
     await start();
-    await until(() => pendingInJournal().length === 0 && telegram.callsOf('sendMessage').length > 0, 'the replay to finish');
+    await until(() => pendingInJournal().length === 0 && telegram.callsOf('sendMessage').length > 0, 'the replay to finish', 6000);
     expectEachOnceAndAnswered(['do the thing', 'and also this']);
   });
 });

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { afterEach } from 'vitest';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -24,4 +25,22 @@ export function startProcess(dir: string, env: NodeJS.ProcessEnv = {}) {
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, url, lines, exited };
+}
+
+/** Gateway processes a test starts with `start`, each killed with SIGKILL (and waited for) after the test. */
+export function useGatewayProcesses(): { start(dir: string, env?: NodeJS.ProcessEnv): ReturnType<typeof startProcess> } {
+  const started: ReturnType<typeof startProcess>[] = [];
+  afterEach(async () => {
+    for (const p of started.splice(0)) {
+      p.child.kill('SIGKILL');
+      await p.exited;
+    }
+  });
+  return {
+    start(dir, env) {
+      const proc = startProcess(dir, env);
+      started.push(proc);
+      return proc;
+    },
+  };
 }

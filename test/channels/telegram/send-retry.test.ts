@@ -9,15 +9,7 @@ import { capturingLogger } from '../../helpers/log-capture.ts';
 import { tempDir, testConfig } from '../../helpers/gateway.ts';
 import { startTelegramGateway, telegramConfig } from './harness.ts';
 import { dm } from './updates.ts';
-
-/** Waits (bounded) until a condition holds. */
-async function until(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+import { until } from '../../helpers/wait.ts';
 
 /** Retries within milliseconds, so the tests do not wait out production backoff. */
 const FAST_RETRIES = { delivery: { retryBaseMs: 1, retryMaxMs: 4 } };
@@ -57,7 +49,7 @@ describe('Telegram delivery: what the Bot API did not take is sent again (SPEC Â
     const texts = Array.from({ length: 60 }, (_, i) => `message number ${i}`);
     for (const [i, text] of texts.entries()) telegram.pushUpdate(dm(text, { from: { id: 1000 + i, is_bot: false, first_name: `User ${i}` } }));
     const answered = (text: string) => telegram.callsOf('sendMessage').filter((c) => c.response.ok && String(c.body.text).includes(`You said: "${text}"`));
-    await until(() => texts.every((t) => answered(t).length > 0));
+    await until(() => texts.every((t) => answered(t).length > 0), 'every message to be answered');
     // About one send in three was cut (fewer when a reply already cut twice came round again).
     expect(telegram.resets).toBeGreaterThanOrEqual(10);
     for (const text of texts) expect(answered(text), text).toHaveLength(1);
@@ -69,7 +61,7 @@ describe('Telegram delivery: what the Bot API did not take is sent again (SPEC Â
     telegram.resetConnection = (method) => method === 'sendMessage';
     gw = await startTelegramGateway({ dir: tmp.dir, telegram, logger: log.logger, config: telegramConfig({}, { delivery: { maxAttempts: 3, retryBaseMs: 1, retryMaxMs: 2 } }) });
     telegram.pushUpdate(dm('nobody will see this'));
-    await until(() => Object.keys(gw!.gateway.deliveryFailures().byChannel).length > 0);
+    await until(() => Object.keys(gw!.gateway.deliveryFailures().byChannel).length > 0, 'the reply to be given up');
     expect(telegram.resets).toBe(3);
     expect(telegram.callsOf('sendMessage')).toHaveLength(0);
 
