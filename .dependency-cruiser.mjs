@@ -10,6 +10,7 @@ const LAYERS = [
   ['core', '^src/core/'],
   ['tokens', '^src/tokens/'],
   ['config', '^src/config/'],
+  ['media', '^src/media/'],
   ['routing', '^src/routing/'],
   ['sessions', '^src/sessions/'],
   ['providers', '^src/providers/'],

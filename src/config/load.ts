@@ -184,6 +184,7 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
       systemPrompt: a.systemPrompt ?? defaults.systemPrompt,
       tools: { preset: a.tools?.preset ?? defaults.tools.preset, allow: a.tools?.allow ?? defaults.tools.allow, deny: a.tools?.deny ?? defaults.tools.deny },
       tokenBudget: a.tokenBudget ?? config.session.tokenBudget,
+      vision: a.vision ?? defaults.vision,
     };
   });
   const ids = new Set<string>();
@@ -239,6 +240,7 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
       [name, 'command' in server && server.cwd ? { ...server, cwd: path.resolve(cwd, server.cwd) } : server])) },
     backgroundExecution: config.backgroundExecution,
     delivery: config.delivery,
+    media: config.media,
     messages: resolveMessages(config.messages, { telegram: c.telegram, discord: c.discord, slack: c.slack, webchat: c.webchat }),
     secrets,
   };

@@ -1,3 +1,4 @@
+import type { MediaConfig, VisionSetting } from './media.ts';
 import type { StreamingConfig } from './streaming.ts';
 import type { MessagesConfig } from './queue-mode.ts';
 import type { AckReactionConfig } from './ack-reaction.ts';
@@ -51,6 +52,8 @@ export interface AgentConfig {
   systemPrompt?: string;
   /** The agent's tool policy: its own fields over `agents.defaults.tools`. */
   tools: ToolPolicy;
+  /** Whether images reach the model as images: its own `vision`, else `agents.defaults.vision`. */
+  vision: VisionSetting;
   /** Input + output tokens one session id may use (0 = no limit): its own, else `session.tokenBudget`. */
   tokenBudget: number;
 }
@@ -85,6 +88,8 @@ export interface ResolvedConfig {
   /** MCP servers, `${NAME}` references in `env` and `headers` replaced from the environment, `cwd` absolute. */
   mcp: ParsedConfig['mcp'];
   backgroundExecution: ParsedConfig['backgroundExecution'];
+  /** Photos, voice notes and files (SPEC §15). */
+  media: MediaConfig;
   /** How platform calls that were not taken are retried (SPEC §16). */
   delivery: ParsedConfig['delivery'];
   /** Queue modes (SPEC §16): the default, the collect debounce, and each channel's own. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ackReactionSetting } from './ack-reaction.ts';
+import { mediaSchema, visionSetting } from './media.ts';
 import { messagesSchema, queueModeSetting } from './queue-mode.ts';
 import { streamingSetting } from './streaming.ts';
 
@@ -114,6 +115,8 @@ const agentDefaults = z.strictObject({
   /** How long one turn may run before it is stopped. */
   turnTimeoutMs: z.number().int().positive().default(600_000),
   tools: toolPolicy.prefault({}),
+  /** Whether images reach the model as images (SPEC §15). */
+  vision: visionSetting.default('auto'),
 });
 
 const agent = z.strictObject({
@@ -125,6 +128,7 @@ const agent = z.strictObject({
   systemPrompt: z.string().optional(),
   tools: agentToolPolicy.optional(),
   tokenBudget: z.number().int().nonnegative().optional(),
+  vision: visionSetting.optional(),
 });
 
 const session = z.strictObject({
@@ -350,6 +354,8 @@ export const configSchema = z.strictObject({
   }).prefault({}),
   /** Queue modes: what a busy session does with the next message (SPEC §16). */
   messages: messagesSchema.prefault({}),
+  /** Photos, voice notes and files (SPEC §15). */
+  media: mediaSchema.prefault({}),
   /** Replies the platform did not take (reset, timeout, 5xx, 429) are sent again (SPEC §16). */
   delivery: z.strictObject({
     /** Attempts in all for one platform call, the first included. */

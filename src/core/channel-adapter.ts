@@ -1,4 +1,4 @@
-import type { ChannelId, DeliveryTarget, InboundMessage, OutboundMessage } from './message.ts';
+import type { Attachment, ChannelId, DeliveryTarget, InboundMessage, MediaDownload, OutboundMessage } from './message.ts';
 
 /** Token usage of one turn or one LLM call, normalized across providers. */
 export interface TokenUsage {
@@ -127,6 +127,13 @@ export interface ChannelAdapter {
    * does not allow, a message gone, no permission).
    */
   react?(target: DeliveryTarget, messageId: string, emoji: string): Promise<void>;
+  /**
+   * Opens the bytes of an attachment of a message this channel received, from the platform's own file API only
+   * (Telegram `getFile` + file URL, Discord's attachment URL, Slack `url_private` with the bot token; SPEC §15).
+   * Rejects with a `MediaFetchError` when the platform refuses or the file is over `maxBytes` as announced.
+   * Absent: the channel's attachments are listed, not fetched.
+   */
+  fetchMedia?(attachment: Attachment, options: { signal: AbortSignal; maxBytes: number }): Promise<MediaDownload>;
   /** HTTP routes this channel serves (webhook mode). */
   routes?(): HttpRoute[];
   /** The chat commands, for platforms that register them (Telegram `setMyCommands`). */

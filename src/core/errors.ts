@@ -126,3 +126,15 @@ export class BudgetExceededError extends SwitchboardError {
     this.reason = reason;
   }
 }
+
+/**
+ * An attachment could not be fetched or used (SPEC §15). `reason` is what the model's line says: `too_large`,
+ * `download_failed`, `timeout`, `undecodable`, `unsupported`. Never costs the message: it becomes a listed line.
+ */
+export class MediaFetchError extends SwitchboardError {
+  readonly reason: 'too_large' | 'download_failed' | 'timeout' | 'undecodable' | 'unsupported';
+  constructor(reason: MediaFetchError['reason'], message: string, options?: { cause?: unknown; status?: number }) {
+    super(`MEDIA_${reason.toUpperCase()}`, message, { cause: options?.cause, status: options?.status ?? 422 });
+    this.reason = reason;
+  }
+}

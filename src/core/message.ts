@@ -6,14 +6,76 @@ export const CHANNEL_IDS: readonly ChannelId[] = ['telegram', 'discord', 'slack'
 /** `direct` = a one-to-one chat; `group` = Telegram groups; `channel` = Discord guild channels, Slack channels. */
 export type ChatType = 'direct' | 'group' | 'channel';
 
-/** A file or media item attached to a message. The agent reads text only for now; attachments are listed. */
+/** A file or media item attached to a message (SPEC §15). The runtime fetches it and records what it became. */
 export interface Attachment {
   type: 'photo' | 'document' | 'voice' | 'audio' | 'video' | 'sticker' | 'file' | 'image' | 'other';
-  /** Platform file id or URL. */
+  /** Platform file id (Telegram `file_id`, Discord attachment id, Slack file id), or `media:<sha256>` when already stored. */
   fileId: string;
+  /** The platform's own download URL, when its event carries one (Discord attachment URL, Slack `url_private`). Never a URL from message text. */
+  url?: string;
   name?: string;
   mimeType?: string;
   size?: number;
+  /** Voice notes and audio: length in seconds, when the platform says. */
+  durationSeconds?: number;
+  width?: number;
+  height?: number;
+  /** Set when the bytes are already in the media store (web chat uploads, API data URLs). */
+  sha256?: string;
+  /** An image given by URL to pass through to the model unfetched (`image_url` parts of `/v1/chat/completions`). */
+  passThroughUrl?: string;
+}
+
+/** What an attachment became for the model; the transcript's user entry keeps one per attachment (SPEC §15). */
+export interface MediaRecord {
+  kind: 'image' | 'voice' | 'audio' | 'video' | 'document' | 'file';
+  name?: string;
+  mime: string;
+  /** Bytes (as fetched, or as the platform announced when not fetched). */
+  size: number;
+  /** Of the fetched bytes, in the media store; absent when nothing was stored (too large, failed, passed through). */
+  sha256?: string;
+  /**
+   * `image`: shown to the model as an image part (when the model sees); `transcript`: a voice note's text became
+   * the message's text; `text`: a document's text was inlined; `line`: only {@link MediaRecord.line} was given.
+   */
+  as: 'image' | 'transcript' | 'text' | 'line';
+  /** The one-line description the model gets instead of the item (vision off, after a compaction, a failure). */
+  line: string;
+  width?: number;
+  height?: number;
+  durationSeconds?: number;
+  /** Images: the downscaled image the model sees, in the media store. */
+  modelSha256?: string;
+  modelMime?: string;
+  /** Images: pixels of the downscaled image. */
+  modelWidth?: number;
+  modelHeight?: number;
+  /** An image passed through by URL (`/v1/chat/completions`), never fetched by the gateway. */
+  url?: string;
+  /** Why the item was not given as itself: `too_large`, `download_failed`, `timeout`, `undecodable`, `unsupported`, `no_transcription`. */
+  problem?: string;
+}
+
+/** A file a reply carries: uploaded natively by the channel (SPEC §15 `send_file`). */
+export interface OutboundFile {
+  /** Absolute path of a readable file (checked by whoever made the reply: inside the workspace, within `media.maxBytes`). */
+  path: string;
+  name: string;
+  mime: string;
+  size: number;
+  /** Its media store copy, when stored (the web chat links it). */
+  sha256?: string;
+}
+
+/** Bytes of an attachment as a channel fetched them from its platform (SPEC §15). */
+export interface MediaDownload {
+  /** The body; read it to the end or abort the signal given to `fetchMedia`. */
+  body: AsyncIterable<Uint8Array>;
+  /** Content length when known (a download announcing more than the limit is not read). */
+  size?: number;
+  /** The platform's content type, if any (not trusted: the runtime sniffs). */
+  mime?: string;
 }
 
 /** Who sent a message. */
@@ -51,6 +113,8 @@ export interface InboundMessage {
   sender: Sender;
   text: string;
   attachments: Attachment[];
+  /** What each attachment became, set by the runtime's media intake before the turn (SPEC §15). */
+  media?: MediaRecord[];
   replyTo?: { id: string; text?: string; fromBot?: boolean };
   /** True when the bot was @mentioned, replied to, or addressed with a command. */
   mentionsBot: boolean;
@@ -113,6 +177,8 @@ export interface OutboundMessage {
   replyTo?: string;
   threadId?: string;
   attachments?: Attachment[];
+  /** Files uploaded natively after the text (the `send_file` tool). */
+  files?: OutboundFile[];
   /** `error` replies are apologies; channels may style them. */
   kind?: 'reply' | 'command' | 'error' | 'notice' | 'pairing';
   /**
