@@ -4,6 +4,7 @@ import { AppendOnlyFile } from '../core/append-only-file.ts';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Logger } from '../core/logger.ts';
+import type { MediaRecord } from '../core/message.ts';
 
 /** A tool call the assistant asked for. */
 export interface ToolCall {
@@ -37,6 +38,8 @@ export interface TranscriptMessage {
   name?: string;
   /** For a user entry: the delivery it came from (`<channel>:<account>:<id>`), so a replay never appends it twice. */
   sourceId?: string;
+  /** For a user entry: what each attachment became for the model (SPEC §15). */
+  media?: MediaRecord[];
   /** For an assistant entry: the partial answer of a turn a newer message stopped (queue mode `interrupt`). */
   interrupted?: true;
 }

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { Logger } from '../core/logger.ts';
-import type { InboundMessage } from '../core/message.ts';
+import type { InboundMessage, OutboundFile } from '../core/message.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
 
 /** What a tool gets besides its arguments: who calls it, and a signal that `/stop`, shutdown or the timeout abort. */
@@ -19,6 +19,11 @@ export interface ToolContext {
   /** The session's IANA time zone. */
   timezone: string;
   now(): number;
+  /**
+   * Sends a file to the chat the turn answers, as a native upload (SPEC §15 `send_file`); resolves once the
+   * platform took it. Absent when the turn has no chat to send to (an API call, a background run with no target).
+   */
+  sendFile?(file: OutboundFile, caption?: string): Promise<void>;
   /** Set when the call is part of the silent memory flush before a compaction. */
   purpose?: 'memory-flush';
   /**
