@@ -1,11 +1,13 @@
 import { GrammyError, type Api } from 'grammy';
 import { ChannelError } from '../../src/core/errors.ts';
-import type { DeliveryTarget, OutboundMessage } from '../../src/core/message.ts';
+import { splitImageLines } from '../../src/core/markdown-images.ts';
+import { outboundText, type DeliveryTarget, type OutboundMessage } from '../../src/core/message.ts';
 import { splitMarkup, textAtoms } from '../../src/core/text-split.ts';
 import { telegramMessageId } from './normalize.ts';
 import { renderOutbound } from './render.ts';
 import { plural } from '../../src/core/plural.ts';
 import { htmlToReadableText, splitHtml, TELEGRAM_TEXT_LIMIT } from './split-html.ts';
+import { imageAsLink, replyParameters, sendFile, sendImage, type ReplyState } from './send-media.ts';
 
 /** True for Telegram's "Bad Request" answers, which are about the message sent (too long, unreadable, ...). */
 function isBadRequest(error: unknown): error is GrammyError {
@@ -40,21 +42,38 @@ const SMALLEST_RESPLIT = TELEGRAM_TEXT_LIMIT / 4;
  * topic. In groups the first part replies to the message it answers (so it is clear whom the bot
  * answers). A part Telegram refuses with a 400 is split in smaller parts and sent again (down to a
  * quarter of a message); what still fails, or cannot be parsed, is sent as plain text. A part that fails
- * even then does not stop the rest of the reply; the failures are thrown together at the end.
+ * even then does not stop the rest of the reply; the failures are thrown together at the end. A markdown
+ * image alone on its line is sent as a photo by its URL, in order with the text around it (a URL Telegram
+ * cannot fetch is sent as a link instead); the message's `files` are uploaded after the text.
  */
 export async function deliverMessage(api: Api, target: DeliveryTarget, message: OutboundMessage): Promise<void> {
+  const state: ReplyState = { replyTo: target.chatType === 'direct' ? undefined : telegramMessageId(message.replyTo ?? target.replyToId) };
+  const where = { chatId: chatIdOf(target), thread: threadOf(target, message) };
+  const parts = splitImageLines(outboundText(message));
+  if (!parts.some((part) => part.kind === 'image')) await deliverText(api, target, message, state);
+  else {
+    // Images alone on their line go as photos, in order with the text around them (SPEC §15).
+    for (const part of parts) {
+      if (part.kind === 'text') await deliverText(api, target, { ...message, notice: undefined, text: part.text }, state);
+      else if (!(await sendImage(api, where, part, state))) await deliverText(api, target, { ...message, notice: undefined, text: imageAsLink(part) }, state);
+    }
+  }
+  for (const file of message.files ?? []) await sendFile(api, where, file, state);
+}
+
+/** Renders and sends the text of one message (all of it, or one text part of it); see {@link deliverMessage}. */
+async function deliverText(api: Api, target: DeliveryTarget, message: OutboundMessage, state: ReplyState): Promise<void> {
   const chatId = chatIdOf(target);
   const thread = threadOf(target, message);
-  let replyTo = target.chatType === 'direct' ? undefined : telegramMessageId(message.replyTo ?? target.replyToId);
   const failures: GrammyError[] = [];
 
   const send = async (text: string, html: boolean) => {
     await api.sendMessage(chatId, text, {
       ...thread,
-      ...(replyTo ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {}),
+      ...replyParameters(state),
       ...(html ? { parse_mode: 'HTML' as const } : {}),
     });
-    replyTo = undefined;
+    state.replyTo = undefined;
   };
   const sendPlain = async (html: string) => {
     for (const text of splitMarkup(textAtoms(htmlToReadableText(html)), TELEGRAM_TEXT_LIMIT)) {

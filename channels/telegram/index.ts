@@ -6,9 +6,10 @@ import type { ChannelAdapter, ChannelStatus, HttpRoute, InboundSink } from '../.
 import { ChannelError, ShuttingDownError } from '../../src/core/errors.ts';
 import { runWithLogContext } from '../../src/core/log-context.ts';
 import type { Logger } from '../../src/core/logger.ts';
-import type { DeliveryTarget, InboundMessage, OutboundMessage } from '../../src/core/message.ts';
+import type { Attachment, DeliveryTarget, InboundMessage, MediaDownload, OutboundMessage } from '../../src/core/message.ts';
 import type { ChannelFactoryContext } from '../types.ts';
 import { deliverMessage, sendTyping, telegramCommands } from './deliver.ts';
+import { fetchTelegramMedia } from './media.ts';
 import { telegramCallRetry } from './send-retry.ts';
 import { reactTo } from './react.ts';
 import { telegramLiveCalls } from './live.ts';
@@ -147,6 +148,11 @@ class TelegramChannel implements ChannelAdapter {
 
   /** Replies shown while they are written: sendMessage, then editMessageText (SPEC §16). */
   readonly live = telegramLiveCalls(() => this.api());
+
+  /** Opens an attachment's bytes: getFile, then the file URL (SPEC §15; see {@link fetchTelegramMedia}). */
+  async fetchMedia(attachment: Attachment, options: { signal: AbortSignal; maxBytes: number }): Promise<MediaDownload> {
+    return fetchTelegramMedia(this.api(), this.options.account, attachment, options);
+  }
 
   async typing(target: DeliveryTarget): Promise<void> {
     await sendTyping(this.api(), target);

@@ -160,31 +160,53 @@ function leadingCommand(text: string, entities: readonly MessageEntity[]): { nam
 function attachmentsOf(message: Message): Attachment[] {
   const out: Attachment[] = [];
   const largest = message.photo?.at(-1);
-  if (largest) out.push({ type: 'photo', fileId: largest.file_id, ...size(largest.file_size) });
+  if (largest) out.push({ type: 'photo', fileId: largest.file_id, ...size(largest.file_size), ...dimensions(largest) });
   if (message.animation) {
     const a = message.animation;
-    out.push({ type: 'video', fileId: a.file_id, ...opt('name', a.file_name), ...opt('mimeType', a.mime_type), ...size(a.file_size) });
+    out.push({ type: 'video', fileId: a.file_id, ...opt('name', a.file_name), ...opt('mimeType', a.mime_type), ...size(a.file_size), ...duration(a.duration), ...dimensions(a) });
   } else if (message.document) {
     // An animation also carries `document` for old clients: listed once, above.
     const d = message.document;
     out.push({ type: 'document', fileId: d.file_id, ...opt('name', d.file_name), ...opt('mimeType', d.mime_type), ...size(d.file_size) });
   }
-  if (message.voice) out.push({ type: 'voice', fileId: message.voice.file_id, ...opt('mimeType', message.voice.mime_type), ...size(message.voice.file_size) });
+  if (message.voice) {
+    const v = message.voice;
+    out.push({ type: 'voice', fileId: v.file_id, ...opt('mimeType', v.mime_type), ...size(v.file_size), ...duration(v.duration) });
+  }
   if (message.audio) {
     const a = message.audio;
-    out.push({ type: 'audio', fileId: a.file_id, ...opt('name', a.file_name ?? a.title), ...opt('mimeType', a.mime_type), ...size(a.file_size) });
+    out.push({ type: 'audio', fileId: a.file_id, ...opt('name', a.file_name ?? a.title), ...opt('mimeType', a.mime_type), ...size(a.file_size), ...duration(a.duration) });
   }
   if (message.video) {
     const v = message.video;
-    out.push({ type: 'video', fileId: v.file_id, ...opt('name', v.file_name), ...opt('mimeType', v.mime_type), ...size(v.file_size) });
+    out.push({ type: 'video', fileId: v.file_id, ...opt('name', v.file_name), ...opt('mimeType', v.mime_type), ...size(v.file_size), ...duration(v.duration), ...dimensions(v) });
   }
-  if (message.video_note) out.push({ type: 'video', fileId: message.video_note.file_id, ...size(message.video_note.file_size) });
-  if (message.sticker) out.push({ type: 'sticker', fileId: message.sticker.file_id, ...opt('name', message.sticker.emoji), ...size(message.sticker.file_size) });
+  if (message.video_note) {
+    // A round video: square, `length` pixels a side; Telegram records them as MP4.
+    const n = message.video_note;
+    out.push({ type: 'video', fileId: n.file_id, mimeType: 'video/mp4', ...size(n.file_size), ...duration(n.duration), ...dimensions({ width: n.length, height: n.length }) });
+  }
+  if (message.sticker) {
+    const s = message.sticker;
+    const mime = s.is_animated ? 'application/x-tgsticker' : s.is_video ? 'video/webm' : 'image/webp';
+    out.push({ type: 'sticker', fileId: s.file_id, ...opt('name', s.emoji), mimeType: mime, ...size(s.file_size), ...dimensions(s) });
+  }
   return out;
 }
 
+/** Seconds, when Telegram gave a sane number. */
+function duration(seconds: unknown): { durationSeconds?: number } {
+  return typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0 ? { durationSeconds: seconds } : {};
+}
+
+/** Width and height, when both are positive integers. */
+function dimensions(media: { width?: unknown; height?: unknown }): { width?: number; height?: number } {
+  const ok = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
+  return ok(media.width) && ok(media.height) ? { width: media.width, height: media.height } : {};
+}
+
 function size(bytes: number | undefined): { size?: number } {
-  return bytes === undefined ? {} : { size: bytes };
+  return typeof bytes === 'number' && Number.isFinite(bytes) && bytes >= 0 ? { size: bytes } : {};
 }
 
 function opt<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {

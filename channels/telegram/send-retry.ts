@@ -4,9 +4,10 @@ import { retryDelivery, type DeliveryRetryPolicy, type RetryNotice, type RetryVe
 
 /**
  * Calls that are not deliveries: polling and start-up have their own loops and deadlines (getUpdates is tried
- * again by polling-retry.ts, getMe by the start timeout), and a typing indicator that failed is not worth a second try.
+ * again by polling-retry.ts, getMe by the start timeout), a typing indicator that failed is not worth a second
+ * try, and getFile runs under the media intake's deadline.
  */
-const NOT_DELIVERIES = new Set(['getUpdates', 'getMe', 'sendChatAction', 'setWebhook', 'deleteWebhook', 'getWebhookInfo', 'close', 'logOut']);
+const NOT_DELIVERIES = new Set(['getUpdates', 'getMe', 'getFile', 'sendChatAction', 'setWebhook', 'deleteWebhook', 'getWebhookInfo', 'close', 'logOut']);
 
 /** An answer of Telegram that asks to try again, carried through p-retry and handed back as the answer. */
 class TransientAnswer extends Error {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -61,7 +62,83 @@ export interface FakeTelegram {
   readonly editsLimited: number;
   /** Resolves with the first call (past or future) of `method` matching `match`; rejects after `timeoutMs`. */
   waitFor(method: string, match?: (call: TelegramCall) => boolean, timeoutMs?: number): Promise<TelegramCall>;
+  /** Registers a file that `getFile` describes and `GET /file/bot<token>/<file_path>` serves; returns its file id. */
+  addFile(file: FakeTelegramFile): string;
+  /** Requests of `GET /file/bot<token>/…`, in order. */
+  readonly downloads: TelegramDownload[];
   close(): Promise<void>;
+}
+
+/** A file the fake serves (SPEC §15 media tests). */
+export interface FakeTelegramFile {
+  bytes: Uint8Array;
+  fileId?: string;
+  /** `file_path` in getFile's answer (default `documents/file_<n>`). */
+  path?: string;
+  /** `file_size` getFile announces (default the real size); over 20 MB getFile answers "file is too big", as Telegram does. */
+  announcedSize?: number;
+  /** The download is answered with this status (and no file). */
+  status?: number;
+  /** Serve the bytes in chunks of this many bytes, waiting `chunkDelayMs` between them (a slow download). */
+  chunkBytes?: number;
+  chunkDelayMs?: number;
+  /** Cut the connection after this many bytes (a download that breaks off). */
+  cutAfterBytes?: number;
+  /** Content type of the download (default application/octet-stream). */
+  contentType?: string;
+}
+
+/** One file download the fake served (or refused). */
+export interface TelegramDownload {
+  path: string;
+  /** The token in the URL was the bot's. */
+  authorized: boolean;
+  status: number;
+  /** Bytes written before the download ended. */
+  bytesSent: number;
+  /** The client went away before the whole file was sent. */
+  aborted: boolean;
+}
+
+/** One file part of a multipart upload, as a fake received it. */
+export interface UploadedPart {
+  field: string;
+  filename?: string;
+  contentType?: string;
+  bytes: Buffer;
+  size: number;
+  sha256: string;
+}
+
+/**
+ * A small multipart/form-data reader for the fakes (grammy writes `filename=` without quotes, which some
+ * parsers refuse): the text fields, and the file parts with their bytes.
+ */
+export function parseMultipart(body: Buffer, contentType: string): { fields: Record<string, string>; files: UploadedPart[] } {
+  const boundary = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType);
+  const fields: Record<string, string> = {};
+  const files: UploadedPart[] = [];
+  if (!boundary) return { fields, files };
+  const delimiter = Buffer.from(`--${boundary[1] ?? boundary[2]}`);
+  let at = body.indexOf(delimiter);
+  while (at >= 0) {
+    const start = at + delimiter.length;
+    if (body.subarray(start, start + 2).toString() === '--') break;
+    const next = body.indexOf(delimiter, start);
+    if (next < 0) break;
+    const part = body.subarray(start + 2, next - 2); // CRLF after the delimiter, CRLF before the next one
+    const split = part.indexOf('\r\n\r\n');
+    const head = part.subarray(0, split).toString();
+    const content = part.subarray(split + 4);
+    const name = /name="([^"]*)"/i.exec(head)?.[1] ?? '';
+    const filename = /filename\*?=(?:"([^"]*)"|([^;\r\n]+))/i.exec(head);
+    const type = /content-type:\s*([^\r\n;]+)/i.exec(head)?.[1]?.trim();
+    if (filename) {
+      files.push({ field: name, filename: filename[1] ?? filename[2]?.trim(), ...(type ? { contentType: type } : {}), bytes: Buffer.from(content), size: content.length, sha256: createHash('sha256').update(content).digest('hex') });
+    } else fields[name] = content.toString();
+    at = next;
+  }
+  return { fields, files };
 }
 
 /** Tags Telegram's HTML parse mode accepts. */
@@ -121,6 +198,9 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
   const shown = new Map<string, { text: string; parseMode?: string }>();
   const lastEditAt = new Map<string, number>();
   let editsLimited = 0;
+  const files = new Map<string, FakeTelegramFile & { fileId: string; path: string }>();
+  const downloads: TelegramDownload[] = [];
+  let nextFile = 1;
 
   const available = (offset: number, limit: number) => {
     const out = queue.filter((q) => q.forced || q.update.update_id >= offset).slice(0, limit);
@@ -150,12 +230,60 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
     setMyCommands: () => true,
     sendChatAction: () => true,
     setMessageReaction: () => true,
+    sendPhoto: (b) => mediaMessage(b, 'photo'),
+    sendDocument: (b) => mediaMessage(b, 'document'),
     sendMessage: (b) => ({
       message_id: remember(b, nextMessageId++), date: Math.floor(Date.now() / 1000), from: bot,
       chat: { id: Number(b.chat_id), type: Number(b.chat_id) < 0 ? 'supergroup' : 'private' }, text: b.text,
       ...(b.message_thread_id ? { message_thread_id: b.message_thread_id, is_topic_message: true } : {}),
     }),
   };
+
+  /** The answer to sendPhoto/sendDocument (the file by URL or as uploaded). */
+  function mediaMessage(b: Record<string, any>, kind: 'photo' | 'document'): Record<string, unknown> {
+    const upload = (b.files as UploadedPart[] | undefined)?.[0];
+    const file = { file_id: `sent-${nextFile++}`, file_unique_id: `u${nextFile}`, ...(upload ? { file_size: upload.size } : {}) };
+    return {
+      message_id: nextMessageId++, date: Math.floor(Date.now() / 1000), from: bot,
+      chat: { id: Number(b.chat_id), type: Number(b.chat_id) < 0 ? 'supergroup' : 'private' },
+      ...(kind === 'photo' ? { photo: [{ ...file, width: 1, height: 1 }] } : { document: { ...file, ...(upload?.filename ? { file_name: upload.filename } : {}) } }),
+      ...(b.caption ? { caption: b.caption } : {}),
+    };
+  }
+
+  /** Serves `GET /file/bot<token>/<path>` from the registered files. */
+  async function serveFile(req: IncomingMessage, res: ServerResponse, urlToken: string, path: string): Promise<void> {
+    const file = [...files.values()].find((f) => f.path === path);
+    const download: TelegramDownload = { path, authorized: urlToken === token, status: 200, bytesSent: 0, aborted: false };
+    downloads.push(download);
+    for (const l of [...listeners]) l();
+    const fail = (status: number) => {
+      download.status = status;
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, error_code: status, description: status === 404 ? 'Not Found' : 'Error' }));
+    };
+    if (!download.authorized) return fail(401);
+    if (!file) return fail(404);
+    if (file.status) return fail(file.status);
+    res.once('close', () => { if (!res.writableFinished) download.aborted = true; });
+    res.writeHead(200, { 'content-type': file.contentType ?? 'application/octet-stream', 'content-length': String(file.bytes.length) });
+    const chunk = file.chunkBytes ?? file.bytes.length;
+    for (let at = 0; at < file.bytes.length; at += chunk) {
+      if (res.destroyed) return;
+      const piece = file.bytes.subarray(at, Math.min(at + chunk, file.bytes.length));
+      if (file.cutAfterBytes !== undefined && download.bytesSent + piece.length > file.cutAfterBytes) {
+        const rest = file.cutAfterBytes - download.bytesSent;
+        if (rest > 0) res.write(piece.subarray(0, rest));
+        download.bytesSent += Math.max(0, rest);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        req.socket.destroy();
+        return;
+      }
+      res.write(piece);
+      download.bytesSent += piece.length;
+      if (file.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, file.chunkDelayMs));
+    }
+    res.end();
+  }
 
   /** Keeps what a sent message shows; returns its id. */
   function remember(body: Record<string, any>, messageId: number): number {
@@ -195,12 +323,23 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(payload));
     };
-    const m = /^\/bot([^/]+)\/(\w+)$/.exec(new URL(req.url ?? '/', 'http://x').pathname);
+    const pathname = new URL(req.url ?? '/', 'http://x').pathname;
+    const download = /^\/file\/bot([^/]+)\/(.+)$/.exec(pathname);
+    if (download && req.method === 'GET') return serveFile(req, res, decodeURIComponent(download[1]!), download[2]!.split('/').map(decodeURIComponent).join('/'));
+    const m = /^\/bot([^/]+)\/(\w+)$/.exec(pathname);
     if (!m) return send(404, { ok: false, error_code: 404, description: 'Not Found' });
-    let raw = '';
-    for await (const chunk of req) raw += chunk;
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks);
     const method = m[2]!;
-    const body = raw ? (JSON.parse(raw) as Record<string, any>) : {};
+    const type = String(req.headers['content-type'] ?? '');
+    let body: Record<string, any> = {};
+    if (type.startsWith('multipart/form-data')) {
+      // Uploads (InputFile): text fields as values (JSON ones parsed), the file parts under `files`.
+      const form = parseMultipart(raw, type);
+      for (const [key, value] of Object.entries(form.fields)) body[key] = /^[[{]/.test(value) ? JSON.parse(value) : /^-?\d+$/.test(value) ? Number(value) : value;
+      body.files = form.files;
+    } else if (raw.length) body = JSON.parse(raw.toString()) as Record<string, any>;
     if (fake.resetConnection?.(method, body)) {
       resets++;
       req.socket.destroy();
@@ -272,6 +411,15 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
       record({ method, body, at: Date.now(), response });
       return send(400, response);
     }
+    if (method === 'getFile') {
+      const file = files.get(String(body.file_id));
+      const size = file?.announcedSize ?? file?.bytes.length ?? 0;
+      const error = !file ? 'Bad Request: invalid file_id' : size > 20 * 1024 * 1024 ? 'Bad Request: file is too big' : undefined;
+      const response = error ? { ok: false, error_code: 400, description: error } : { ok: true };
+      record({ method, body, at: Date.now(), response });
+      if (error) return send(400, response);
+      return send(200, { ok: true, result: { file_id: file!.fileId, file_unique_id: `u-${file!.fileId}`, file_size: size, file_path: file!.path } });
+    }
     const handler = handlers[method];
     const response = handler ? { ok: true } : { ok: false, error_code: 404, description: 'Not Found: method not found' };
     record({ method, body, at: Date.now(), response });
@@ -308,6 +456,13 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
       failures.push({ method, failure, match });
     },
     callsOf: (method) => calls.filter((c) => c.method === method),
+    downloads,
+    addFile(file) {
+      const n = nextFile++;
+      const fileId = file.fileId ?? `file-${n}`;
+      files.set(fileId, { ...file, fileId, path: file.path ?? `documents/file_${n}` });
+      return fileId;
+    },
     waitFor(method, match = () => true, timeoutMs = 5000) {
       const find = () => calls.find((c) => c.method === method && match(c));
       const found = find();

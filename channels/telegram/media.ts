@@ -1,0 +1,102 @@
+import { GrammyError, type Api } from 'grammy';
+import { MediaFetchError } from '../../src/core/errors.ts';
+import type { Attachment, MediaDownload } from '../../src/core/message.ts';
+import { withoutToken } from './start-error.ts';
+
+/** Telegram lets a bot download files of at most 20 MB (`getFile` refuses bigger ones: "file is too big"). */
+export const TELEGRAM_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
+
+/** The account's Bot API root and token (the file URL holds the token: it never reaches a log or an error). */
+export interface TelegramFileSource {
+  apiRoot: string;
+  botToken: string;
+}
+
+/**
+ * Opens the bytes of a Telegram attachment (SPEC §15): `getFile` for its path, then
+ * `GET <apiRoot>/file/bot<token>/<file_path>`, streamed. A file over `maxBytes`, as the message or `getFile`
+ * announced it, is refused before anything is downloaded (`too_large`); a refusal, a non-2xx answer or a
+ * broken connection is `download_failed`, an aborted `signal` `timeout`. No message of these errors holds
+ * the token, and the fetch errors (whose text may hold the URL) are not attached as causes.
+ */
+export async function fetchTelegramMedia(
+  api: Api, source: TelegramFileSource, attachment: Attachment, options: { signal: AbortSignal; maxBytes: number },
+): Promise<MediaDownload> {
+  const { signal, maxBytes } = options;
+  const clean = (text: string) => withoutToken(text, source.botToken);
+  const tooLarge = (size: number) => new MediaFetchError('too_large', `The Telegram file is ${size} bytes, over the limit of ${maxBytes}; not downloaded.`);
+  if (attachment.size !== undefined && attachment.size > maxBytes) throw tooLarge(attachment.size);
+  let file: Awaited<ReturnType<Api['getFile']>>;
+  try {
+    file = await api.getFile(attachment.fileId, signal as Parameters<Api['getFile']>[1]);
+  } catch (error) {
+    if (signal.aborted) throw aborted();
+    if (error instanceof GrammyError && /too big/i.test(error.description)) {
+      throw new MediaFetchError('too_large', `Telegram refused the file: ${clean(error.description)} (bots may download at most 20 MB).`);
+    }
+    const reason = error instanceof GrammyError ? `${error.error_code}: ${error.description}` : (error as Error)?.message ?? String(error);
+    throw new MediaFetchError('download_failed', `Telegram getFile failed (${clean(reason)}).`);
+  }
+  if (file.file_size !== undefined && file.file_size > maxBytes) throw tooLarge(file.file_size);
+  if (!file.file_path) throw new MediaFetchError('download_failed', 'Telegram getFile gave no file path (the file is no longer available).');
+
+  const path = file.file_path.split('/').map(encodeURIComponent).join('/');
+  const root = (source.apiRoot || 'https://api.telegram.org').replace(/\/+$/, '');
+  let response: Response;
+  try {
+    // No redirects: the URL carries the token, and Telegram serves files directly.
+    response = await fetch(`${root}/file/bot${source.botToken}/${path}`, { signal, redirect: 'manual' });
+  } catch (error) {
+    if (signal.aborted) throw aborted();
+    throw new MediaFetchError('download_failed', `The Telegram file download failed (${clean(networkReason(error))}).`);
+  }
+  if (response.status < 200 || response.status > 299 || !response.body) {
+    await response.body?.cancel().catch(() => undefined);
+    throw new MediaFetchError('download_failed', `Telegram answered ${response.status} to the file download.`);
+  }
+  const length = Number(response.headers.get('content-length') ?? Number.NaN);
+  if (Number.isFinite(length) && length > maxBytes) {
+    await response.body.cancel().catch(() => undefined);
+    throw tooLarge(length);
+  }
+  const mime = response.headers.get('content-type') ?? attachment.mimeType;
+  return {
+    body: guardedBody(response.body, maxBytes, signal, clean),
+    ...(Number.isFinite(length) ? { size: length } : file.file_size !== undefined ? { size: file.file_size } : {}),
+    ...(mime ? { mime } : {}),
+  };
+}
+
+/** The body's chunks, with a broken stream as `download_failed` (its message cleaned) and more than `maxBytes` as `too_large`. */
+async function* guardedBody(body: ReadableStream<Uint8Array>, maxBytes: number, signal: AbortSignal, clean: (text: string) => string): AsyncIterable<Uint8Array> {
+  let received = 0;
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        if (signal.aborted) throw aborted();
+        throw new MediaFetchError('download_failed', `The Telegram file download broke off after ${received} bytes (${clean(networkReason(error))}).`);
+      }
+      if (chunk.done) return;
+      received += chunk.value.byteLength;
+      if (received > maxBytes) throw new MediaFetchError('too_large', `The Telegram file is over the limit of ${maxBytes} bytes; the download was stopped.`);
+      yield chunk.value;
+    }
+  } finally {
+    // Stopped early (by the reader or an error): the connection is released.
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+function aborted(): MediaFetchError {
+  return new MediaFetchError('timeout', 'The Telegram file download was stopped (deadline or shutdown).');
+}
+
+/** A network error's reason: its cause's code or message (undici puts the detail there). */
+function networkReason(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } } | undefined)?.cause;
+  return cause?.code ?? cause?.message ?? (error as Error)?.message ?? String(error);
+}
