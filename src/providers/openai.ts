@@ -1,11 +1,12 @@
-import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import OpenAI, { APIConnectionError, APIError, APIUserAbortError, toFile } from 'openai';
 import type {
-  ChatCompletionChunk, ChatCompletionCreateParams, ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam, ChatCompletionTool,
+  ChatCompletionChunk, ChatCompletionCreateParams, ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParamsStreaming, ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import type { TokenUsage } from '../core/channel-adapter.ts';
 import { ProviderError } from '../core/errors.ts';
 import type { ToolCall } from '../sessions/transcript.ts';
-import type { CallOptions, ChatMessage, Provider, ProviderRequest, ProviderResponse, ToolSchema } from './types.ts';
+import { toOpenAIMessage } from './openai-messages.ts';
+import type { CallOptions, Provider, ProviderRequest, ProviderResponse, ToolSchema } from './types.ts';
 
 /** Options of {@link OpenAIProvider}. */
 export interface OpenAIProviderOptions {
@@ -87,6 +88,28 @@ export class OpenAIProvider implements Provider {
       throw mapped;
     } finally {
       this.attempts.delete(request.correlationId);
+    }
+  }
+
+  /**
+   * Speech → text through `POST /audio/transcriptions` (SPEC §15), with this provider's timeout, retries (429, 5xx,
+   * connection), correlation header and the caller's signal. Resolves with the text, trimmed; rejects with a
+   * ProviderError mapped as a chat call's failure is.
+   */
+  async transcribe(audio: { data: Buffer; name: string; mime: string }, options: { model: string; signal?: AbortSignal; correlationId?: string }): Promise<string> {
+    const correlationId = options.correlationId;
+    const requestOptions = { signal: this.callSignal(options.signal), ...(correlationId ? { headers: { [this.options.correlationHeader]: correlationId } } : {}) };
+    try {
+      const file = await toFile(audio.data, audio.name, { type: audio.mime });
+      const result: unknown = await this.client.audio.transcriptions.create({ file, model: options.model }, requestOptions);
+      // `json` (the default) answers `{ text }`; a compatible server may answer plain text.
+      const text = typeof result === 'string' ? result : (result as { text?: unknown } | null)?.text;
+      if (typeof text !== 'string') throw new ProviderError('PROVIDER_FAILED', `Provider "${this.id}" answered a transcription without text.`);
+      return text.trim();
+    } catch (error) {
+      throw mapError(error, this.id);
+    } finally {
+      if (correlationId) this.attempts.delete(correlationId);
     }
   }
 
@@ -177,22 +200,6 @@ export class OpenAIProvider implements Provider {
     }
     return { content, toolCalls: [...calls.values()], usage, finishReason, model, retries: 0 };
   }
-}
-
-function toOpenAIMessage(message: ChatMessage): ChatCompletionMessageParam {
-  switch (message.role) {
-    case 'system': return { role: 'system', content: message.content };
-    case 'user': return message.name ? { role: 'user', content: message.content, name: safeName(message.name) } : { role: 'user', content: message.content };
-    case 'tool': return { role: 'tool', content: message.content, tool_call_id: message.toolCallId ?? '' };
-    case 'assistant':
-      return message.toolCalls?.length
-        ? { role: 'assistant', content: message.content || null, tool_calls: message.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
-        : { role: 'assistant', content: message.content };
-  }
-}
-
-function safeName(name: string): string {
-  return name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'user';
 }
 
 /** Maps OpenAI-style usage to ours: cached prompt tokens are cache reads; cache writes where reported. */

@@ -1,10 +1,28 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+/** An `image_url` part of a request's message, as the fake received it. */
+export interface RecordedImage {
+  /** Index of its message in `body.messages`. */
+  message: number;
+  /** Index of the part in that message's content parts. */
+  part: number;
+  url: string;
+  /** A data URL's mime type (`data:<mime>;base64,…`); undefined for other URLs. */
+  mime?: string;
+  /** A data URL's decoded size in bytes; undefined for other URLs. */
+  size?: number;
+}
+
 /** One request the fake received. */
 export interface RecordedRequest {
   path: string;
   headers: Record<string, string | string[] | undefined>;
+  /**
+   * The parsed JSON body as sent. A user message with images has content parts on the wire
+   * (`[{ type: 'text', … }, { type: 'image_url', … }]`) where the type says string: read its text with
+   * {@link userText} and its images in {@link RecordedRequest.images}.
+   */
   body: {
     model: string;
     messages: { role: string; content: string | null; name?: string; tool_calls?: unknown[]; tool_call_id?: string }[];
@@ -15,6 +33,8 @@ export interface RecordedRequest {
   };
   /** The raw JSON text, for byte comparisons. */
   raw: string;
+  /** Every `image_url` part of the request's messages, in order. */
+  images: RecordedImage[];
 }
 
 /** What the fake answers to one request. */
@@ -38,14 +58,41 @@ export interface FakeReply {
   chunkDelayMs?: number;
 }
 
+/** One `POST /v1/audio/transcriptions` the fake received (multipart). */
+export interface RecordedTranscription {
+  headers: Record<string, string | string[] | undefined>;
+  model: string;
+  file: { name: string; mime: string; size: number; data: Buffer };
+  /** Every text field of the form (`model`, `response_format`, `language`, …). */
+  fields: Record<string, string>;
+}
+
+/** What the fake answers to one transcription. */
+export interface FakeTranscriptionReply {
+  text?: string;
+  /** Answer with this HTTP error instead. */
+  status?: number;
+  error?: { message: string; type?: string; code?: string };
+  headers?: Record<string, string>;
+  /** Hold the answer until this settles (or the client goes away), e.g. a promise the test resolves. */
+  until?: Promise<unknown>;
+}
+
 /** A fake OpenAI-compatible server on 127.0.0.1: records every request; replies from a script or a function. */
 export interface FakeOpenAI {
   baseURL: string;
+  /** Chat completion requests (transcriptions are in {@link FakeOpenAI.transcriptions}). */
   requests: RecordedRequest[];
   /** Replies used in order; when empty, `fallback` answers. */
   script: FakeReply[];
   /** May answer later (a promise), to hold a request open until the test lets it go. */
   fallback: (request: RecordedRequest) => FakeReply | Promise<FakeReply>;
+  /** Transcription requests, in order, each recorded before it is answered. */
+  transcriptions: RecordedTranscription[];
+  /** Transcription replies used in order; when empty, `transcriptionFallback` answers. */
+  transcriptionScript: FakeTranscriptionReply[];
+  /** Default: `{ text: 'transcript of <file name>' }`. */
+  transcriptionFallback: (request: RecordedTranscription) => FakeTranscriptionReply | Promise<FakeTranscriptionReply>;
   close(): Promise<void>;
 }
 
@@ -55,16 +102,25 @@ export async function startFakeOpenAI(fallback?: (request: RecordedRequest) => F
     requests: [],
     script: [],
     fallback: fallback ?? ((r) => ({ content: `echo: ${lastUser(r)}` })),
+    transcriptions: [],
+    transcriptionScript: [],
+    transcriptionFallback: (t) => ({ text: `transcript of ${t.file.name}` }),
     close: async () => undefined,
   };
   let n = 0;
   const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
-    let raw = '';
-    for await (const chunk of req) raw += chunk;
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const bytes = Buffer.concat(chunks);
+    const raw = bytes.toString('utf8');
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (req.method === 'GET' && path === '/v1/models') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ object: 'list', data: [{ id: 'gpt-test', object: 'model', owned_by: 'fake' }] }));
+      return;
+    }
+    if (req.method === 'POST' && path === '/v1/audio/transcriptions') {
+      await transcribe(fake, req, bytes, res);
       return;
     }
     if (req.method !== 'POST' || path !== '/v1/chat/completions') {
@@ -72,7 +128,8 @@ export async function startFakeOpenAI(fallback?: (request: RecordedRequest) => F
       res.end(JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error' } }));
       return;
     }
-    const recorded: RecordedRequest = { path, headers: req.headers, body: JSON.parse(raw), raw };
+    const body = JSON.parse(raw) as RecordedRequest['body'];
+    const recorded: RecordedRequest = { path, headers: req.headers, body, raw, images: imagesOf(body.messages) };
     fake.requests.push(recorded);
     const reply = fake.script.shift() ?? await fake.fallback(recorded);
     if (reply.delayMs) {
@@ -134,9 +191,78 @@ export async function startFakeOpenAI(fallback?: (request: RecordedRequest) => F
   return fake;
 }
 
+async function transcribe(fake: FakeOpenAI, req: IncomingMessage, bytes: Buffer, res: ServerResponse): Promise<void> {
+  const fail = (status: number, message: string) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { type: 'invalid_request_error', message } }));
+  };
+  let form: FormData;
+  try {
+    form = await new Request('http://x/', { method: 'POST', headers: { 'content-type': String(req.headers['content-type'] ?? '') }, body: new Uint8Array(bytes) }).formData();
+  } catch (error) {
+    fail(400, `not a multipart form: ${(error as Error).message}`);
+    return;
+  }
+  const fields: Record<string, string> = {};
+  let file: RecordedTranscription['file'] | undefined;
+  for (const [name, value] of form.entries()) {
+    if (typeof value === 'string') fields[name] = value;
+    else if (name === 'file') file = { name: value.name, mime: value.type, size: value.size, data: Buffer.from(await value.arrayBuffer()) };
+  }
+  if (!file || !fields.model) {
+    fail(400, 'a transcription needs a file and a model');
+    return;
+  }
+  const recorded: RecordedTranscription = { headers: req.headers, model: fields.model, file, fields };
+  fake.transcriptions.push(recorded);
+  const reply = fake.transcriptionScript.shift() ?? await fake.transcriptionFallback(recorded);
+  if (reply.until) {
+    const gone = await new Promise<boolean>((resolve) => {
+      res.once('close', () => resolve(true));
+      void Promise.resolve(reply.until).then(() => resolve(false), () => resolve(false));
+    });
+    if (gone || res.destroyed) return;
+  }
+  if (reply.status && reply.status >= 400) {
+    res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
+    res.end(JSON.stringify({ error: { type: 'invalid_request_error', message: 'error', ...reply.error } }));
+    return;
+  }
+  const text = reply.text ?? '';
+  if (fields.response_format === 'text') {
+    res.writeHead(200, { 'content-type': 'text/plain', ...reply.headers });
+    res.end(text);
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'application/json', ...reply.headers });
+  res.end(JSON.stringify({ text }));
+}
+
+/** The `image_url` parts of a request's messages, with a data URL's mime and decoded size. */
+function imagesOf(messages: readonly { content: unknown }[]): RecordedImage[] {
+  const images: RecordedImage[] = [];
+  messages.forEach((m, message) => {
+    if (!Array.isArray(m.content)) return;
+    (m.content as { type?: string; image_url?: { url?: string } }[]).forEach((p, part) => {
+      if (p.type !== 'image_url' || typeof p.image_url?.url !== 'string') return;
+      const url = p.image_url.url;
+      const data = /^data:([^;,]+)(?:;[^,]*)?;base64,(.*)$/s.exec(url);
+      images.push(data ? { message, part, url, mime: data[1], size: Buffer.from(data[2] ?? '', 'base64').length } : { message, part, url });
+    });
+  });
+  return images;
+}
+
+/** The text of a message's content: the string itself, or its `text` parts joined by newlines (a message with images). */
+export function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return (content as { type?: string; text?: string }[]).filter((p) => p.type === 'text').map((p) => p.text ?? '').join('\n');
+}
+
 /** What the person wrote: a user message's content without the `[Runtime] <time>` line the gateway puts first. */
 export function userText(content: string | null | undefined): string {
-  return (content ?? '').replace(/^\[Runtime\][^\n]*\n/, '');
+  return textOf(content).replace(/^\[Runtime\][^\n]*\n/, '');
 }
 
 /** Text of the last user message of a request, without its runtime line. */
