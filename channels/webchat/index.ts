@@ -2,11 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { ChannelAdapter, ChannelStatus, InboundSink, SubmitOptions, Submission } from '../../src/core/channel-adapter.ts';
 import type { Clock } from '../../src/core/clock.ts';
 import { SwitchboardError } from '../../src/core/errors.ts';
-import type { DeliveryTarget, InboundMessage, OutboundMessage } from '../../src/core/message.ts';
+import type { Attachment, DeliveryTarget, InboundMessage, OutboundFile, OutboundMessage } from '../../src/core/message.ts';
 import { outboundText } from '../../src/core/message.ts';
-import { WebchatOutbox, type WebchatListener } from './outbox.ts';
+import { WebchatOutbox, type WebchatFile, type WebchatListener } from './outbox.ts';
 
-export type { WebchatListener, WebchatPush } from './outbox.ts';
+export type { WebchatFile, WebchatListener, WebchatPush } from './outbox.ts';
+
+/** What the web chat submits besides the text: who it counts against, the correlation id, stored attachments. */
+export type WebchatSubmitOptions = SubmitOptions & { correlationId?: string; rateLimitKey?: string; attachments?: Attachment[] };
 
 /** Options of {@link createWebchatChannel}. */
 export interface WebchatOptions {
@@ -30,20 +33,26 @@ export interface WebchatChannel extends ChannelAdapter {
    * Submits what `user` typed. The turn's own replies come back in its result; replies sent later (a
    * sub-agent's result, a goal's background batches) go to {@link WebchatChannel.subscribe}'s listeners.
    * Throws {@link WebchatStoppedError} when the channel is not running. `rateLimitKey`: whom `limits.perSender`
-   * counts the message against (default `webchat:<user>`).
+   * counts the message against (default `webchat:<user>`). `attachments`: files already in the media store
+   * (`sha256` set; the HTTP route stores them); `text` may then be empty.
    */
-  submit(user: string, text: string, options?: SubmitOptions & { correlationId?: string; rateLimitKey?: string }): Promise<Submission>;
+  submit(user: string, text: string, options?: WebchatSubmitOptions): Promise<Submission>;
   /** Hands `user`'s later replies to `listener` until the returned function is called or the channel stops. */
   subscribe(user: string, listener: WebchatListener): () => void;
 }
 
-/** The message of one line `user` typed in the web chat (a direct chat whose peer is the name). */
-export function webchatMessage(user: string, text: string, now: number, correlationId?: string, rateLimitKey?: string): InboundMessage {
+/** The message of one line `user` typed in the web chat (a direct chat whose peer is the name), with its attachments. */
+export function webchatMessage(user: string, text: string, now: number, correlationId?: string, rateLimitKey?: string, attachments: Attachment[] = []): InboundMessage {
   return {
     id: randomUUID(), channel: 'webchat', accountId: 'default', chatType: 'direct', chatId: user, peerId: user,
-    sender: { id: user, name: user }, text, attachments: [], mentionsBot: true, receivedAt: now,
+    sender: { id: user, name: user }, text, attachments, mentionsBot: true, receivedAt: now,
     ...(correlationId ? { correlationId } : {}), ...(rateLimitKey ? { rateLimitKey } : {}),
   };
+}
+
+/** A reply's file as the web chat passes it on (the HTTP side links it, storing it first when it has no `sha256`). */
+export function webchatFile(file: OutboundFile): WebchatFile {
+  return { name: file.name, mime: file.mime, size: file.size, ...(file.sha256 ? { sha256: file.sha256 } : { path: file.path }) };
 }
 
 export function isWebchatChannel(adapter: ChannelAdapter): adapter is WebchatChannel {
@@ -72,8 +81,8 @@ export function createWebchatChannel(options: WebchatOptions): WebchatChannel {
     },
     async submit(user, text, submitOptions = {}) {
       if (!sink) throw new WebchatStoppedError();
-      const { correlationId, rateLimitKey, ...rest } = submitOptions;
-      const message = webchatMessage(user, text, options.clock.now(), correlationId, rateLimitKey);
+      const { correlationId, rateLimitKey, attachments, ...rest } = submitOptions;
+      const message = webchatMessage(user, text, options.clock.now(), correlationId, rateLimitKey, attachments);
       waiting.set(message.id, rest.signal);
       try {
         const submission = await sink(message, rest);
@@ -95,7 +104,8 @@ export function createWebchatChannel(options: WebchatOptions): WebchatChannel {
       // whose `replyTo` the gateway drops, or to a page that went away) goes to the user's open pages.
       const request = message.replyTo !== undefined && waiting.has(message.replyTo);
       if (request && !waiting.get(message.replyTo!)?.aborted) return;
-      outbox.publish(target.chatId, { text: outboundText(message), kind: message.kind ?? 'reply', at: options.clock.now() });
+      const files = message.files?.map(webchatFile);
+      outbox.publish(target.chatId, { text: outboundText(message), ...(files?.length ? { files } : {}), kind: message.kind ?? 'reply', at: options.clock.now() });
     },
   };
 }

@@ -1,9 +1,23 @@
 import type { OutboundMessage } from '../../src/core/message.ts';
 
+/**
+ * A file a reply carries (the `send_file` tool). The HTTP side links it as `/media/<sha256>?name=…`; one
+ * without `sha256` is stored from `path` first (`path` never reaches a page).
+ */
+export interface WebchatFile {
+  name: string;
+  mime: string;
+  size: number;
+  sha256?: string;
+  path?: string;
+}
+
 /** A reply pushed to a web chat user's open pages: one that came after their request was answered. */
 export interface WebchatPush {
   /** Markdown, notice first. */
   text: string;
+  /** Files the reply carries, after its text. */
+  files?: WebchatFile[];
   kind: NonNullable<OutboundMessage['kind']>;
   /** Epoch milliseconds. */
   at: number;

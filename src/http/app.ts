@@ -36,6 +36,12 @@ export interface HttpAppOptions {
    * public routes and signed-in requests, a response to refuse one, undefined to leave it to the bearer check.
    */
   browserAuth?: (c: Context) => 'allow' | Response | undefined;
+  /**
+   * Body limits of single routes, by exact path, instead of `maxBodyBytes` (the routes that take media:
+   * `mediaBodyLimits` of `media-upload.ts`). Checked like the others: `Content-Length` first, so a body over the
+   * limit is refused before it is read.
+   */
+  bodyLimits?: Readonly<Record<string, number>>;
 }
 
 /** Characters a bearer token may have (RFC 6750 b64token), as Hono's bearerAuth checks them. */
@@ -92,10 +98,16 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     // No token: only this gateway's own names and pages (DNS rebinding, cross-site requests).
     app.use('*', sameOriginGuard({ host: options.host ?? '127.0.0.1', allowedHosts: options.allowedHosts ?? [] }));
   }
-  app.use('*', bodyLimit({
+  const defaultLimit: MiddlewareHandler<{ Variables: HttpVariables }> = bodyLimit({
     maxSize: options.maxBodyBytes,
     onError: (c) => jsonError(c, 413, `The request body is larger than gateway.maxBodyBytes (${options.maxBodyBytes} bytes).`, 'body_too_large'),
-  }));
+  });
+  const routeLimits = new Map<string, MiddlewareHandler<{ Variables: HttpVariables }>>(Object.entries(options.bodyLimits ?? {}).map(([route, maxSize]) => [route, bodyLimit({
+    maxSize,
+    onError: (c) => jsonError(c, 413, `The request body is larger than this route takes (${maxSize} bytes: its attachments at media.maxBytes each, base64-encoded).`, 'body_too_large'),
+  })]));
+  const limitBody: MiddlewareHandler<{ Variables: HttpVariables }> = (c, next) => (routeLimits.get(c.req.path) ?? defaultLimit)(c, next);
+  app.use('*', limitBody);
   for (const mount of options.mounts) mount(app);
   for (const route of options.channelRoutes) {
     const handler = (c: Context<{ Variables: HttpVariables }>) => route.handle(c.req.raw, c.req.param(), { correlationId: c.get('correlationId') });

@@ -5,7 +5,8 @@ import { outboundText } from '../core/message.ts';
 import { parseSessionKey } from '../routing/session-key.ts';
 import { z } from 'zod';
 
-const contentPart = z.looseObject({ type: z.string(), text: z.string().optional() });
+const imageUrl = z.union([z.string(), z.looseObject({ url: z.string(), detail: z.string().nullish() })]);
+const contentPart = z.looseObject({ type: z.string(), text: z.string().optional(), image_url: imageUrl.nullish() });
 const requestMessage = z.looseObject({
   role: z.string(),
   content: z.union([z.string(), z.array(contentPart), z.null()]).optional(),
@@ -60,6 +61,55 @@ export function textOf(content: CompletionRequest['messages'][number]['content']
   if (typeof content === 'string') return content;
   if (!content) return '';
   return content.filter((p) => (p.type === 'text' || p.type === 'input_text') && typeof p.text === 'string').map((p) => p.text).join('\n');
+}
+
+/** Longest `https:` image URL passed through. */
+const MAX_URL_CHARS = 8192;
+
+/** An image of a user message: stored bytes from a `data:` URL, or an `https:` URL the model fetches itself. */
+export type RequestImage =
+  | { kind: 'data'; mime: string; dataBase64: string; field: string }
+  | { kind: 'url'; url: string };
+
+/**
+ * The images of a message's content: `image_url` parts (`{ url }` or the URL itself; `input_image` too), each a
+ * `data:<image mime>;base64,…` URL or an `https://` URL. Any other scheme, a data URL that is not base64 or
+ * not an image, or a part without a URL is a 400 that names the part.
+ */
+export function imagesOf(content: CompletionRequest['messages'][number]['content'], where = 'messages'): RequestImage[] {
+  if (!Array.isArray(content)) return [];
+  const images: RequestImage[] = [];
+  content.forEach((part, i) => {
+    if (part.type !== 'image_url' && part.type !== 'input_image') return;
+    const field = `${where}.content[${i}].image_url`;
+    const url = typeof part.image_url === 'string' ? part.image_url : part.image_url?.url;
+    if (!url) throw new BadRequestError(`Missing required parameter: '${field}.url'.`, 'missing_required_parameter');
+    images.push(classifyImageUrl(url, field));
+  });
+  return images;
+}
+
+function classifyImageUrl(url: string, field: string): RequestImage {
+  const scheme = /^([a-z][a-z0-9+.-]{0,31}):/i.exec(url.slice(0, 40))?.[1]?.toLowerCase();
+  if (scheme === 'data') {
+    // The header only: the payload may be megabytes.
+    const comma = url.indexOf(',', 0);
+    const header = comma > 0 && comma <= 256 ? url.slice(5, comma).toLowerCase() : undefined;
+    const params = header?.split(';').map((p) => p.trim());
+    if (!params || params.at(-1) !== 'base64') throw new BadRequestError(`Invalid '${field}': a data URL must be data:<mime>;base64,<data>.`, 'invalid_image_url');
+    const mime = params[0] ?? '';
+    if (!/^image\/[\w.+-]+$/.test(mime)) throw new BadRequestError(`Invalid '${field}': "${mime.slice(0, 60)}" is not an image type (image/png, image/jpeg...).`, 'invalid_image_url');
+    return { kind: 'data', mime, dataBase64: url.slice(comma + 1), field };
+  }
+  if (scheme === 'https') {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch { /* below */ }
+    if (!parsed || url.length > MAX_URL_CHARS || !parsed.hostname) throw new BadRequestError(`Invalid '${field}': not a usable https URL (at most ${MAX_URL_CHARS} characters).`, 'invalid_image_url');
+    return { kind: 'url', url: parsed.href };
+  }
+  throw new BadRequestError(`Invalid '${field}': only data: (base64) and https: image URLs are taken${scheme ? `, not ${scheme}:` : ''}.`, 'invalid_image_url');
 }
 
 /** Validates a request body; a bad one is a 400 in OpenAI's words. */

@@ -2,17 +2,20 @@ import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { TurnEvents } from '../agent/turn-events.ts';
+import type { MediaConfig } from '../config/media.ts';
 import type { ResolvedConfig } from '../config/resolved.ts';
 import type { InboundSink, TurnResult } from '../core/channel-adapter.ts';
 import type { Clock } from '../core/clock.ts';
 import { BadRequestError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import type { InboundMessage } from '../core/message.ts';
+import type { Attachment, InboundMessage } from '../core/message.ts';
+import type { MediaStore } from '../media/media-store.ts';
 import type { HttpApp, HttpVariables } from './app.ts';
 import { httpClientKey } from './client-key.ts';
 import { errorBody, jsonError, readJson } from './http-error.ts';
+import { MAX_ATTACHMENTS, storeUploads, type MediaUploadDeps } from './media-upload.ts';
 import {
-  agentForModel, failureOf, openAIUsage, parseRequest, replyOf, routableModels, sessionOf, textOf, type Failure,
+  agentForModel, failureOf, imagesOf, openAIUsage, parseRequest, replyOf, routableModels, sessionOf, textOf, type Failure, type RequestImage,
 } from './openai-request.ts';
 
 /** What the OpenAI-compatible routes need. */
@@ -30,6 +33,10 @@ export interface OpenAIRouteDeps {
   flushLedger?(): Promise<void>;
   /** `gateway.authToken`: only a bearer token the gateway checks can name a rate-limit bucket (SPEC §14). */
   authToken?: string;
+  /** The media store: images of `data:` URLs are stored there and handed on by hash (without it they are a 400). */
+  media?: MediaStore;
+  /** `config.media`: each image's limit (`maxBytes`). */
+  mediaConfig?: Pick<MediaConfig, 'maxBytes'>;
 }
 
 type ApiContext = Context<{ Variables: HttpVariables }>;
@@ -87,15 +94,34 @@ function modelList(deps: OpenAIRouteDeps): { object: 'list'; data: Record<string
 }
 
 /**
- * One chat completion. The last user message is the turn's input; the session keeps its own history, so
- * earlier and system messages of the request are not used.
+ * The attachments of the last user message's images: `data:` URLs decoded and stored (each within
+ * `media.maxBytes`; a refused one stores nothing), `https:` URLs passed to the model unfetched.
+ */
+async function imageAttachments(images: readonly RequestImage[], deps: OpenAIRouteDeps, signal: AbortSignal): Promise<Attachment[]> {
+  if (images.length > MAX_ATTACHMENTS) throw new BadRequestError(`At most ${MAX_ATTACHMENTS} images in the last user message; it has ${images.length}.`, 'too_many_attachments');
+  const data = images.filter((i) => i.kind === 'data');
+  const media: MediaUploadDeps | undefined = deps.media && deps.mediaConfig ? { store: deps.media, maxBytes: deps.mediaConfig.maxBytes } : undefined;
+  if (data.length && !media) throw new BadRequestError('This gateway takes no data: image URLs (it has no media store); send an https: URL.', 'attachments_unsupported');
+  const stored = data.length ? await storeUploads(data.map((d, i) => ({ name: `image-${i + 1}.${d.mime.slice(6).replace(/\+.*$/, '')}`, mime: d.mime, dataBase64: d.dataBase64, field: d.field })), media!, signal) : [];
+  let next = 0;
+  return images.map((image): Attachment => (image.kind === 'data'
+    ? stored[next++]!.attachment
+    : { type: 'image', fileId: 'url', passThroughUrl: image.url, name: image.url.split(/[?#]/)[0]!.split('/').pop() || 'image' }));
+}
+
+/**
+ * One chat completion. The last user message is the turn's input, its text and its images; the session keeps
+ * its own history, so earlier and system messages of the request are not used: their images are neither
+ * decoded nor stored (only checked as parts of the body).
  */
 async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Response> {
   const correlationId = c.get('correlationId');
   const body = parseRequest(await readJson(c));
-  const last = body.messages.findLast((m) => m.role === 'user');
+  const lastIndex = body.messages.findLastIndex((m) => m.role === 'user');
+  const last = lastIndex >= 0 ? body.messages[lastIndex] : undefined;
   const text = last ? textOf(last.content).trim() : '';
-  if (!text) throw new BadRequestError('messages must contain a user message with text; the last one is the turn\'s input.', 'invalid_value');
+  const images = last ? imagesOf(last.content, `messages[${lastIndex}]`) : [];
+  if (!text && !images.length) throw new BadRequestError('messages must contain a user message with text or images; the last one is the turn\'s input.', 'invalid_value');
   const session = sessionOf(c.req.header('x-session-key'), body.user);
   const agent = session?.agentId ? deps.config.agents.find((a) => a.id === session.agentId) : agentForModel(deps.config.agents, body.model);
   if (!agent && !session?.agentId) {
@@ -104,10 +130,11 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
     return c.json({ error: { ...notFound.error, type: 'invalid_request_error', param: 'model' } }, 404, { 'X-Correlation-Id': correlationId });
   }
   if (!agent) throw new BadRequestError(`No agent "${session?.agentId}" is configured.`, 'invalid_session_key');
+  const attachments = await imageAttachments(images, deps, c.req.raw.signal);
   const peer = session?.name ?? `oneoff-${randomUUID()}`;
   const message: InboundMessage = {
     id: randomUUID(), channel: 'api', accountId: 'default', chatType: 'direct', chatId: peer, peerId: peer,
-    sender: { id: peer, ...(session ? { name: session.name } : {}) }, text, attachments: [], mentionsBot: true,
+    sender: { id: peer, ...(session ? { name: session.name } : {}) }, text, attachments, mentionsBot: true,
     receivedAt: deps.clock.now(), correlationId, agentId: agent.id, dmScope: 'per-channel-peer', ephemeral: !session,
     rateLimitKey: `api:${httpClientKey(c, deps.authToken)}`,
   };

@@ -1,15 +1,21 @@
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { ChannelStatus, SubmitOptions, Submission, TurnResult } from '../core/channel-adapter.ts';
+import type { MediaConfig } from '../config/media.ts';
 import { BadRequestError, SwitchboardError } from '../core/errors.ts';
-import { outboundText } from '../core/message.ts';
+import { outboundText, type Attachment } from '../core/message.ts';
+import type { MediaStore } from '../media/media-store.ts';
 import type { HttpApp } from './app.ts';
 import { jsonError, readJson } from './http-error.ts';
 import { httpClientKey } from './client-key.ts';
+import { linkFiles, mediaLink, type LinkedFile, type ReplyFile } from './media-routes.ts';
+import { storeUploads, webchatUploads, type MediaUploadDeps, type StoredUpload } from './media-upload.ts';
 
 /** A reply sent to a web chat user outside a request. */
 export interface WebchatLaterReply {
   text: string;
+  /** Files the reply carries (linked as `/media/<sha256>?name=…` before they reach the page). */
+  files?: ReplyFile[];
   kind: string;
   at: number;
 }
@@ -18,7 +24,7 @@ export interface WebchatLaterReply {
 export interface WebchatEndpoint {
   readonly status: ChannelStatus;
   /** Submits what `user` typed; the turn's own replies come back in `done`. `rateLimitKey`: whom `limits.perSender` counts it against. */
-  submit(user: string, text: string, options?: SubmitOptions & { correlationId?: string; rateLimitKey?: string }): Promise<Submission>;
+  submit(user: string, text: string, options?: SubmitOptions & { correlationId?: string; rateLimitKey?: string; attachments?: Attachment[] }): Promise<Submission>;
   /** Hands `user`'s later replies to `listener` until the returned function is called; `close` when the channel stops (at once when it has). */
   subscribe(user: string, listener: { reply(push: WebchatLaterReply): void; close(): void }): () => void;
 }
@@ -34,6 +40,10 @@ export interface WebchatRouteDeps {
   heartbeatMs?: number;
   /** `gateway.authToken`: only a bearer token the gateway checks can name a rate-limit bucket (SPEC §14). */
   authToken?: string;
+  /** The media store: `attachments` are stored there and handed on by hash (without it a message with attachments is a 400). */
+  media?: MediaStore;
+  /** `config.media`: each attachment's limit (`maxBytes`). */
+  mediaConfig?: Pick<MediaConfig, 'maxBytes'>;
 }
 
 const USER = /^[\w.@+-]{1,128}$/;
@@ -45,7 +55,20 @@ class WebchatStoppedError extends SwitchboardError {
 }
 
 /** Reply text of a finished turn: every reply, notices first. */
-const replyText = (result: TurnResult | undefined) => (result?.replies ?? []).map(outboundText).join('\n\n');
+const replyText = (result: TurnResult | undefined) => (result?.replies ?? []).map(outboundText).filter(Boolean).join('\n\n');
+
+/** The user's own stored attachments, as the answer tells the page (to show them with their links). */
+const linkedUploads = (stored: readonly StoredUpload[]): LinkedFile[] =>
+  stored.map(({ stored: s, name }) => ({ name, mime: s.mime, size: s.size, sha256: s.sha256, url: mediaLink(s.sha256, name) }));
+
+/** A turn's answer: session, reply text, the files its replies carry, the user's attachments. */
+async function answerOf(submission: Submission, result: TurnResult | undefined, uploads: readonly StoredUpload[], media: MediaUploadDeps | undefined) {
+  const files = await linkFiles((result?.replies ?? []).flatMap((r) => r.files ?? []), media);
+  return {
+    sessionKey: submission.sessionKey, sessionId: result?.sessionId, reply: replyText(result), correlationId: submission.correlationId,
+    ...(files.length ? { files } : {}), ...(uploads.length ? { attachments: linkedUploads(uploads) } : {}),
+  };
+}
 
 function checkedUser(user: unknown): string {
   if (user === undefined) return 'web';
@@ -61,21 +84,27 @@ function rateLimited(c: Context, retryAfterSeconds: number): Response {
 
 /**
  * The web chat over HTTP (SPEC §7):
- * - `POST /webchat/messages` `{ user, text }` answers `{ sessionKey, sessionId, reply, correlationId }`, or, with
- *   `Accept: text/event-stream`, `delta` `{ text }` events then `done` (same fields). A refusal (400, 413, 429
- *   with `Retry-After`, 503) is a JSON error before any stream opens.
+ * - `POST /webchat/messages` `{ user, text, attachments?: [{ name, mime, dataBase64 }] }` answers `{ sessionKey,
+ *   sessionId, reply, correlationId, files?, attachments? }`, or, with `Accept: text/event-stream`, `delta`
+ *   `{ text }` events then `done` (same fields). `files`: what the replies carry, `attachments`: the user's own,
+ *   stored; each `{ name, mime, size, sha256, url }`. With attachments `text` may be empty. A refusal (400, 413,
+ *   429 with `Retry-After`, 503) is a JSON error before any stream opens; a refused upload stores nothing.
  * - `GET /webchat/events?user=NAME`: `ready` `{ user, sessionKey, exists }`, then a `reply` `{ text, kind, at }` for
  *   every reply sent to that user outside a request (a sub-agent's result, a goal's background batches).
  */
 export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => void {
   const { channel } = deps;
+  const media: MediaUploadDeps | undefined = deps.media && deps.mediaConfig ? { store: deps.media, maxBytes: deps.mediaConfig.maxBytes } : undefined;
   return (app) => {
     app.post('/webchat/messages', async (c) => {
       if (channel.status !== 'running') throw new WebchatStoppedError();
-      const body = await readJson(c) as { user?: unknown; text?: unknown } | null;
-      const text = body?.text;
-      if (typeof text !== 'string' || !text.trim()) throw new BadRequestError('Field "text" must be a non-empty string.', 'invalid_text');
-      const user = checkedUser(body?.user);
+      const raw = await readJson(c);
+      const body = (typeof raw === 'object' && raw !== null ? raw : {}) as { user?: unknown; text?: unknown; attachments?: unknown };
+      const given = webchatUploads(body.attachments);
+      const text = body.text ?? (given.length ? '' : undefined);
+      if (typeof text !== 'string' || (!text.trim() && !given.length)) throw new BadRequestError('Field "text" must be a non-empty string (it may be empty when there are attachments).', 'invalid_text');
+      const user = checkedUser(body.user);
+      if (given.length && !media) throw new BadRequestError('This gateway takes no attachments in the web chat (it has no media store).', 'attachments_unsupported');
       // Tells the channel when the page went away (its answer then goes to the user's open pages); it never
       // cancels the turn (the runtime keeps a web chat turn going, SPEC §11).
       const signal = c.req.raw.signal;
@@ -83,16 +112,18 @@ export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => vo
       // `user` is the client's choice: the bucket is the name from this client (its address, and the gateway's
       // token when it sends it), so nobody elsewhere can use up someone's bucket by writing under their name (SPEC §14).
       const rateLimitKey = `webchat:${user}@${httpClientKey(c, deps.authToken)}`;
+      const uploads = given.length && media ? await storeUploads(given, media, signal) : [];
+      const attachments = uploads.map((u) => u.attachment);
       if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
-        const submission = await channel.submit(user, text, { signal, correlationId, rateLimitKey });
+        const submission = await channel.submit(user, text, { signal, correlationId, rateLimitKey, attachments });
         if (submission.status === 'rate_limited') return rateLimited(c, submission.retryAfterSeconds ?? 60);
         const result = await submission.done;
-        return c.json({ sessionKey: submission.sessionKey, sessionId: result?.sessionId, reply: replyText(result), correlationId: submission.correlationId });
+        return c.json(await answerOf(submission, result, uploads, media));
       }
       const early: string[] = [];
       let forward = (delta: string) => { early.push(delta); };
       // Accepted or refused (JSON error) before the stream opens.
-      const submission = await channel.submit(user, text, { onDelta: (d) => forward(d), signal, correlationId, rateLimitKey });
+      const submission = await channel.submit(user, text, { onDelta: (d) => forward(d), signal, correlationId, rateLimitKey, attachments });
       if (submission.status === 'rate_limited') return rateLimited(c, submission.retryAfterSeconds ?? 60);
       c.header('x-accel-buffering', 'no');
       return streamSSE(c, async (stream) => {
@@ -104,10 +135,7 @@ export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => vo
         forward = send;
         const result = await submission.done;
         await chain;
-        await stream.writeSSE({
-          event: 'done',
-          data: JSON.stringify({ sessionKey: submission.sessionKey, sessionId: result?.sessionId, reply: replyText(result), correlationId: submission.correlationId }),
-        });
+        await stream.writeSSE({ event: 'done', data: JSON.stringify(await answerOf(submission, result, uploads, media)) });
       });
     });
 
@@ -128,7 +156,12 @@ export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => vo
           let chain: Promise<void> = Promise.resolve();
           stream.onAbort(resolve);
           unsubscribe = channel.subscribe(user, {
-            reply: (push) => { chain = chain.then(() => stream.writeSSE({ event: 'reply', data: JSON.stringify(push) })).catch(resolve); },
+            reply: (push) => {
+              chain = chain.then(async () => {
+                const files = await linkFiles(push.files, media);
+                await stream.writeSSE({ event: 'reply', data: JSON.stringify({ ...push, ...(files.length ? { files } : {}) }) });
+              }).catch(resolve);
+            },
             close: resolve,
           });
           heartbeat = setInterval(() => { stream.write(': keep-alive\n\n').catch(resolve); }, deps.heartbeatMs ?? 15_000);
