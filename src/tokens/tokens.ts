@@ -21,6 +21,14 @@ export interface CountedMessage {
   toolCalls?: readonly CountedToolCall[];
   /** The call a tool result answers; not counted. */
   toolCallId?: string;
+  /** Images of a user message: each adds its own estimate (made upstream with the provider's tile rule). */
+  images?: readonly CountedImage[];
+}
+
+/** An image of a chat message, as counted (a provider's `ChatImage`). */
+export interface CountedImage {
+  /** Estimated prompt tokens of the image. */
+  tokens: number;
 }
 
 /** A tool schema as sent in `tools` (a provider's `ToolSchema`). */
@@ -201,10 +209,12 @@ export function toolCallTokens(calls: readonly CountedToolCall[] | undefined, mo
   return n;
 }
 
-/** Tokens one chat message costs in a request: content, name, tool calls and the per-message overhead. */
+/** Tokens one chat message costs in a request: content, name, tool calls, images and the per-message overhead. */
 export function chatMessageTokens(message: CountedMessage, model: string): number {
   let n = MESSAGE_OVERHEAD + countTokens(message.content, model) + toolCallTokens(message.toolCalls, model);
   if (message.name) n += NAME_OVERHEAD + countTokens(message.name, model);
+  const images = message.images;
+  if (images) for (let i = 0; i < images.length; i++) n += (images[i] as CountedImage).tokens;
   return n;
 }
 
