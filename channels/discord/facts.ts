@@ -1,4 +1,4 @@
-import type { Client, Message } from 'discord.js';
+import { MessageFlags, type Client, type Message } from 'discord.js';
 import type { DiscordMessageFacts } from './normalize.ts';
 
 /** Reads the facts {@link normalizeDiscordMessage} needs off a discord.js message (no network calls). */
@@ -26,7 +26,10 @@ export function factsOf(message: Message): DiscordMessageFacts {
     mentionedUsers: [...message.mentions.users.values()].map((u) => ({ id: u.id, name: u.globalName ?? u.username })),
     mentionedRoleIds: [...message.mentions.roles.keys()],
     ...(referenceId ? { reference: { messageId: referenceId, authorId: repliedUserId ?? null, content: referenced?.content ?? null } } : {}),
-    attachments: [...message.attachments.values()].map((a) => ({ id: a.id, url: a.url, name: a.name, size: a.size, contentType: a.contentType })),
+    voiceMessage: message.flags.has(MessageFlags.IsVoiceMessage),
+    attachments: [...message.attachments.values()].map((a) => ({
+      id: a.id, url: a.url, name: a.name, size: a.size, contentType: a.contentType, width: a.width, height: a.height, durationSeconds: a.duration,
+    })),
   };
 }
 

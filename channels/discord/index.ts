@@ -4,21 +4,21 @@ import type { ChannelAdapter, ChannelStatus, InboundSink } from '../../src/core/
 import { ChannelError } from '../../src/core/errors.ts';
 import { runWithLogContext, type LogContext } from '../../src/core/log-context.ts';
 import type { Logger } from '../../src/core/logger.ts';
-import type { DeliveryTarget, OutboundMessage } from '../../src/core/message.ts';
+import type { Attachment, DeliveryTarget, MediaDownload, OutboundMessage } from '../../src/core/message.ts';
 import type { DiscordAccountConfig } from '../../src/config/resolved.ts';
 import type { ChannelFactoryContext } from '../types.ts';
 import { botRoleIdsOf, factsOf } from './facts.ts';
 import { normalizeDiscordMessage } from './normalize.ts';
-import { discordNonce } from './nonce.ts';
 import { discordRetryVerdict } from './send-retry.ts';
 import { DEFAULT_DELIVERY_RETRY, retryDelivery } from '../../src/core/delivery-retry.ts';
 import { guardDispatches } from './packet-guard.ts';
-import { renderDiscord } from './render.ts';
 import { discordLiveCalls } from './live.ts';
 import { discordReactionPath } from './react.ts';
-import { sendOverRest, ShardLeases } from './shard-leases.ts';
+import { ShardLeases } from './shard-leases.ts';
+import { destroyClient, safeString } from './client-teardown.ts';
+import { fetchDiscordMedia } from './media.ts';
+import { ALLOWED_MENTIONS, sendDiscordReply } from './send.ts';
 import { DiscordStartTimeout, startError, tokenSetting } from './start-error.ts';
-import { withDeadline } from '../../src/core/deadline.ts';
 
 /** Options of {@link createDiscordChannel}. */
 export interface DiscordChannelOptions extends ChannelFactoryContext {
@@ -45,9 +45,6 @@ const realTimers = {
 };
 
 const RECONNECTING = 'reconnecting to the Discord gateway';
-
-/** Model output never pings anyone but, through the reply reference, the person who asked. */
-const ALLOWED_MENTIONS = { parse: [], repliedUser: true };
 
 /**
  * The Discord channel of one account (discord.js Gateway with the MessageContent intent): DMs, guild
@@ -258,24 +255,22 @@ class DiscordChannel implements ChannelAdapter {
     return this.client;
   }, (what, call) => this.withRetry(what, call));
 
+  /** Text, image lines as embeds, files as uploads (see {@link sendDiscordReply}). */
   async send(target: DeliveryTarget, message: OutboundMessage): Promise<void> {
-    const chunks = renderDiscord(message);
-    if (chunks.length === 0) return;
-    const replyTo = message.replyTo ?? target.replyToId;
-    // The same reply sent again (a replay after a crash) carries the same nonces: Discord posts it once.
-    const text = chunks.join('\n');
-    const nonces = chunks.map((_chunk, i) => discordNonce(replyTo, text, i, message.idempotencyKey));
-    const attempt = <T>(what: string, call: () => Promise<T>) => this.withRetry(what, call);
-    if (this.shards && this.client) {
-      return sendOverRest(this.client, target.chatId, chunks, target.chatType !== 'direct' ? replyTo : undefined, nonces, attempt);
-    }
-    const channel = await attempt('fetchChannel', () => this.sendableChannel(target.chatId));
-    // In a DM the reply reference only adds noise; in a busy channel it shows what is answered.
-    const reference = replyTo && target.chatType !== 'direct' ? { reply: { messageReference: replyTo, failIfNotExists: false } } : {};
-    for (const [i, content] of chunks.entries()) {
-      const nonce = nonces[i];
-      await attempt<unknown>('createMessage', () => channel.send({ content, allowedMentions: ALLOWED_MENTIONS, ...(nonce ? { nonce, enforceNonce: true } : {}), ...(i === 0 ? reference : {}) }));
-    }
+    await sendDiscordReply({
+      client: () => {
+        if (!this.client) throw new ChannelError('DISCORD_NOT_RUNNING', `The Discord channel (account ${this.accountId}) is not running.`);
+        return this.client;
+      },
+      overRest: this.shards !== undefined,
+      attempt: (what, call) => this.withRetry(what, call),
+      channel: (chatId) => this.sendableChannel(chatId),
+    }, target, message);
+  }
+
+  /** Opens an attachment's bytes from Discord's CDN only (SPEC §15; see {@link fetchDiscordMedia}). */
+  async fetchMedia(attachment: Attachment, options: { signal: AbortSignal; maxBytes: number }): Promise<MediaDownload> {
+    return fetchDiscordMedia(this.options.account.apiBase, attachment, options);
   }
 
   /**
@@ -403,31 +398,4 @@ class DiscordChannel implements ChannelAdapter {
     this.state = 'failed';
     this.statusDetail = detail;
   }
-}
-
-/** A field read that may throw on a malformed message, as a string for logs. */
-function safeString(read: () => unknown): string | undefined {
-  try {
-    const value = read();
-    return typeof value === 'string' ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Destroys a client for good. Works around @discordjs/ws 1.2: destroying a shard while it waits for
- * HELLO or READY (a gateway that does not answer, a reconnect in progress) aborts that wait, whose
- * handler then runs a second, concurrent destroy that leaves the first one pending forever and
- * schedules a reconnect after the client is gone. The waits are detached and reconnects disarmed
- * first (feature-detected: a fixed version skips this), and the wait for the close is bounded.
- */
-async function destroyClient(client: Client, boundMs = 5000): Promise<void> {
-  type Shard = { internalConnect?: () => Promise<void>; timeoutAbortControllers?: Map<string, AbortController> };
-  const internals = client.ws as unknown as { _ws?: { strategy?: { shards?: Map<number, Shard> } } | null };
-  for (const shard of internals._ws?.strategy?.shards?.values() ?? []) {
-    if (shard.timeoutAbortControllers instanceof Map) shard.timeoutAbortControllers.clear();
-    if (typeof shard.internalConnect === 'function') shard.internalConnect = async () => undefined;
-  }
-  await withDeadline(client.destroy().catch(() => undefined), boundMs);
 }

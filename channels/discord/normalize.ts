@@ -25,7 +25,12 @@ export interface DiscordMessageFacts {
   mentionedRoleIds: string[];
   /** The message this one replies to. */
   reference?: { messageId: string; authorId?: string | null; content?: string | null };
-  attachments: { id: string; url: string; name?: string | null; size?: number | null; contentType?: string | null }[];
+  /** The message is a voice message (flag IS_VOICE_MESSAGE): its audio attachment is a voice note. */
+  voiceMessage?: boolean;
+  attachments: {
+    id: string; url: string; name?: string | null; size?: number | null; contentType?: string | null;
+    width?: number | null; height?: number | null; durationSeconds?: number | null;
+  }[];
 }
 
 /** Who the bot is, where the message arrived. */
@@ -63,7 +68,7 @@ export function normalizeDiscordMessage(facts: DiscordMessageFacts, bot: Discord
 
   const mentioned = mentionsBot(facts, bot);
   const text = cleanText(facts.content, bot, facts.mentionedUsers);
-  const attachments = facts.attachments.map(toAttachment);
+  const attachments = facts.attachments.map((a) => toAttachment(a, facts.voiceMessage === true));
   if (!text && attachments.length === 0) return { kind: 'ignored', reason: 'empty message' };
 
   const name = facts.memberName || facts.author.globalName || facts.author.username;
@@ -140,17 +145,26 @@ function ownMentionsOnly(prefix: string, isBot: (kind: string, id: string) => bo
   return [...prefix.matchAll(/<@(!|&)?(\d+)>/g)].every((m) => isBot(m[1] ?? '', m[2] ?? ''));
 }
 
-function toAttachment(a: DiscordMessageFacts['attachments'][number]): Attachment {
+/**
+ * One attachment as the runtime fetches it: its id, Discord's CDN URL (the only place it is downloaded from),
+ * and what Discord says of it (type from its content type, pixels, a voice message's duration).
+ */
+function toAttachment(a: DiscordMessageFacts['attachments'][number], voiceMessage: boolean): Attachment {
   const mime = a.contentType ?? undefined;
-  const type: Attachment['type'] = mime?.startsWith('image/') ? 'image'
-    : mime?.startsWith('video/') ? 'video'
-      : mime?.startsWith('audio/') ? 'audio'
-        : 'file';
+  const type: Attachment['type'] = voiceMessage && (!mime || mime.startsWith('audio/')) ? 'voice'
+    : mime?.startsWith('image/') ? 'image'
+      : mime?.startsWith('video/') ? 'video'
+        : mime?.startsWith('audio/') ? 'audio'
+          : 'file';
+  const positive = (n: number | null | undefined): n is number => typeof n === 'number' && Number.isFinite(n) && n > 0;
   return {
     type,
-    fileId: a.url || a.id,
+    fileId: a.id,
+    ...(a.url ? { url: a.url } : {}),
     ...(a.name ? { name: a.name } : {}),
     ...(mime ? { mimeType: mime } : {}),
     ...(typeof a.size === 'number' ? { size: a.size } : {}),
+    ...(positive(a.width) && positive(a.height) ? { width: a.width, height: a.height } : {}),
+    ...(typeof a.durationSeconds === 'number' && Number.isFinite(a.durationSeconds) && a.durationSeconds >= 0 ? { durationSeconds: a.durationSeconds } : {}),
   };
 }

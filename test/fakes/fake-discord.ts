@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { parseMultipart, streamFile, type ServedFile, type UploadedPart } from './fake-telegram.ts';
 
 /**
  * A fake Discord on 127.0.0.1 for the real discord.js: the REST API under `/api/v10` and the Gateway
@@ -18,6 +19,33 @@ export interface DiscordRestCall {
   status: number;
   /** Epoch ms when it arrived. */
   at: number;
+  /** The file parts of a multipart request (uploads); its `payload_json` is `body`. */
+  files?: UploadedPart[];
+}
+
+/** A file the fake serves as an attachment on its own host (SPEC §15 media tests). */
+export interface FakeAttachmentFile extends ServedFile {
+  name: string;
+  /** `size` the attachment announces (default the real size). */
+  announcedSize?: number;
+  width?: number;
+  height?: number;
+  /** A voice message's length (`duration_secs`; the attachment then has a waveform). */
+  durationSecs?: number;
+  /** The download is answered with this status (and no file). */
+  status?: number;
+  /** The download is answered 302 to this URL. */
+  redirectTo?: string;
+}
+
+/** One attachment download the fake served (or refused). */
+export interface DiscordDownload {
+  path: string;
+  status: number;
+  bytesSent: number;
+  aborted: boolean;
+  /** The Authorization header it came with (Discord's CDN needs none). */
+  authorization?: string;
 }
 
 /** A user as Discord sends it. */
@@ -96,6 +124,10 @@ export interface FakeDiscord {
   waitForCall(match: (call: DiscordRestCall) => boolean, timeoutMs?: number): Promise<DiscordRestCall>;
   /** `POST /channels/:id/messages` calls answered 200, optionally for one channel. */
   posts(channelId?: string): DiscordRestCall[];
+  /** Serves a file at `<host>/attachments/<id>/<name>`; returns the attachment object for a MESSAGE_CREATE. */
+  addAttachment(file: FakeAttachmentFile): Record<string, unknown>;
+  /** Attachment downloads, in order. */
+  readonly downloads: DiscordDownload[];
   close(): Promise<void>;
 }
 
@@ -112,6 +144,8 @@ export interface FakeMessageFields {
   mention_roles?: string[];
   referenced_message?: Record<string, unknown>;
   attachments?: Record<string, unknown>[];
+  /** Message flags (8192: a voice message). */
+  flags?: number;
 }
 
 let nextSnowflake = 1_300_000_000_000_000_000n;
@@ -139,6 +173,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   const nonces = new Map<string, Record<string, unknown>>();
   /** Every message created, per channel, in id order (the REST history). */
   const history = new Map<string, Record<string, unknown>[]>();
+  const attachmentFiles = new Map<string, FakeAttachmentFile>();
+  const downloads: DiscordDownload[] = [];
 
   /** DM channels seen in messages, so that a client that lost its cache can fetch them as Discord allows. */
   const dmChannels = new Map<string, FakeUser>();
@@ -155,11 +191,16 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   };
 
   const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
-    let raw = '';
-    for await (const chunk of req) raw += chunk;
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const buffer = Buffer.concat(chunks);
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
     const method = req.method ?? 'GET';
-    const call: DiscordRestCall = { method, path, headers: req.headers, body: raw ? safeJson(raw) : undefined, status: 200, at: Date.now() };
+    if (method === 'GET' && path.startsWith('/attachments/')) return serveAttachment(req, res, path);
+    const type = String(req.headers['content-type'] ?? '');
+    const form = type.startsWith('multipart/form-data') ? parseMultipart(buffer, type) : undefined;
+    const raw = form ? (form.fields.payload_json ?? '') : buffer.toString();
+    const call: DiscordRestCall = { method, path, headers: req.headers, body: raw ? safeJson(raw) : undefined, status: 200, at: Date.now(), ...(form ? { files: form.files } : {}) };
     const reply = (status: number, body?: unknown, headers: Record<string, string> = {}) => {
       call.status = status;
       fake.calls.push(call);
@@ -206,6 +247,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         return reply(200, earlier);
       }
       const created = messagePayload({ id: snowflake(), channel_id: m[1]!, author: bot, content: typeof body.content === 'string' ? body.content : '' });
+      if (Array.isArray(body.embeds)) created.embeds = body.embeds;
+      if (call.files?.length) {
+        created.attachments = call.files.map((f) => ({ id: snowflake(), filename: f.filename ?? 'file', size: f.size, url: `http://127.0.0.1:${port}/attachments/sent/${f.filename ?? 'file'}`, proxy_url: `http://127.0.0.1:${port}/attachments/sent/${f.filename ?? 'file'}` }));
+      }
       if (nonceKey) nonces.set(nonceKey, created);
       return reply(200, created);
     }
@@ -228,6 +273,26 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     }
     return reply(404, { message: '404: Not Found', code: 0 });
   });
+
+  /** `GET /attachments/<id>/<name>`: a registered file, as Discord's CDN serves it (no auth needed). */
+  async function serveAttachment(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    const id = path.split('/')[2] ?? '';
+    const file = attachmentFiles.get(id);
+    const download: DiscordDownload = { path, status: 200, bytesSent: 0, aborted: false, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) };
+    downloads.push(download);
+    events.emit('download', download);
+    if (!file || file.status) {
+      download.status = file?.status ?? 404;
+      res.writeHead(download.status, { 'content-type': 'text/plain' }).end('no such attachment');
+      return;
+    }
+    if (file.redirectTo) {
+      download.status = 302;
+      res.writeHead(302, { location: file.redirectTo }).end();
+      return;
+    }
+    await streamFile(req, res, file, download);
+  }
 
   const wss = new WebSocketServer({ server, path: '/gateway' });
   const send = (ws: WebSocket, payload: unknown) => ws.send(JSON.stringify(payload));
@@ -320,6 +385,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         payload.member = { roles: [], joined_at: iso(), deaf: false, mute: false, flags: 0 };
       }
       payload.channel_type = fields.channel_type ?? (fields.guild_id ? 0 : 1);
+      if (fields.flags !== undefined) payload.flags = fields.flags;
       const list = history.get(fields.channel_id) ?? [];
       list.push(payload);
       list.sort((a, b) => (BigInt(String(a.id)) < BigInt(String(b.id)) ? -1 : 1));
@@ -345,6 +411,18 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         }, timeoutMs);
         events.on('call', onCall);
       });
+    },
+    downloads,
+    addAttachment(file) {
+      const id = snowflake();
+      attachmentFiles.set(id, file);
+      const url = `http://127.0.0.1:${port}/attachments/${id}/${encodeURIComponent(file.name)}`;
+      return {
+        id, filename: file.name, size: file.announcedSize ?? file.bytes.length, url, proxy_url: url,
+        ...(file.contentType ? { content_type: file.contentType } : {}),
+        ...(file.width && file.height ? { width: file.width, height: file.height } : {}),
+        ...(file.durationSecs !== undefined ? { duration_secs: file.durationSecs, waveform: 'AAAA' } : {}),
+      };
     },
     posts(channelId) {
       return fake.calls.filter((c) => c.method === 'POST' && c.status === 200 && /\/messages$/.test(c.path)

@@ -70,8 +70,7 @@ export interface FakeTelegram {
 }
 
 /** A file the fake serves (SPEC §15 media tests). */
-export interface FakeTelegramFile {
-  bytes: Uint8Array;
+export interface FakeTelegramFile extends ServedFile {
   fileId?: string;
   /** `file_path` in getFile's answer (default `documents/file_<n>`). */
   path?: string;
@@ -79,13 +78,6 @@ export interface FakeTelegramFile {
   announcedSize?: number;
   /** The download is answered with this status (and no file). */
   status?: number;
-  /** Serve the bytes in chunks of this many bytes, waiting `chunkDelayMs` between them (a slow download). */
-  chunkBytes?: number;
-  chunkDelayMs?: number;
-  /** Cut the connection after this many bytes (a download that breaks off). */
-  cutAfterBytes?: number;
-  /** Content type of the download (default application/octet-stream). */
-  contentType?: string;
 }
 
 /** One file download the fake served (or refused). */
@@ -139,6 +131,40 @@ export function parseMultipart(body: Buffer, contentType: string): { fields: Rec
     at = next;
   }
   return { fields, files };
+}
+
+/** How a fake serves a file's bytes: all at once, slowly, or cut short. */
+export interface ServedFile {
+  bytes: Uint8Array;
+  contentType?: string;
+  /** Serve the bytes in chunks of this many bytes, waiting `chunkDelayMs` between them (a slow download). */
+  chunkBytes?: number;
+  chunkDelayMs?: number;
+  /** Cut the connection after this many bytes (a download that breaks off). */
+  cutAfterBytes?: number;
+}
+
+/** Writes a file as a 200 with its length, as `file` says (slow, cut); counts into `download` and notes an early close. */
+export async function streamFile(req: IncomingMessage, res: ServerResponse, file: ServedFile, download: { bytesSent: number; aborted: boolean }): Promise<void> {
+  res.once('close', () => { if (!res.writableFinished) download.aborted = true; });
+  res.writeHead(200, { 'content-type': file.contentType ?? 'application/octet-stream', 'content-length': String(file.bytes.length) });
+  const chunk = file.chunkBytes ?? file.bytes.length;
+  for (let at = 0; at < file.bytes.length; at += chunk) {
+    if (res.destroyed) return;
+    const piece = file.bytes.subarray(at, Math.min(at + chunk, file.bytes.length));
+    if (file.cutAfterBytes !== undefined && download.bytesSent + piece.length > file.cutAfterBytes) {
+      const rest = Math.max(0, file.cutAfterBytes - download.bytesSent);
+      if (rest > 0) res.write(piece.subarray(0, rest));
+      download.bytesSent += rest;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      req.socket.destroy();
+      return;
+    }
+    res.write(piece);
+    download.bytesSent += piece.length;
+    if (file.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, file.chunkDelayMs));
+  }
+  res.end();
 }
 
 /** Tags Telegram's HTML parse mode accepts. */
@@ -264,25 +290,7 @@ export async function startFakeTelegram(options: { token?: string; maxPollMs?: n
     if (!download.authorized) return fail(401);
     if (!file) return fail(404);
     if (file.status) return fail(file.status);
-    res.once('close', () => { if (!res.writableFinished) download.aborted = true; });
-    res.writeHead(200, { 'content-type': file.contentType ?? 'application/octet-stream', 'content-length': String(file.bytes.length) });
-    const chunk = file.chunkBytes ?? file.bytes.length;
-    for (let at = 0; at < file.bytes.length; at += chunk) {
-      if (res.destroyed) return;
-      const piece = file.bytes.subarray(at, Math.min(at + chunk, file.bytes.length));
-      if (file.cutAfterBytes !== undefined && download.bytesSent + piece.length > file.cutAfterBytes) {
-        const rest = file.cutAfterBytes - download.bytesSent;
-        if (rest > 0) res.write(piece.subarray(0, rest));
-        download.bytesSent += Math.max(0, rest);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        req.socket.destroy();
-        return;
-      }
-      res.write(piece);
-      download.bytesSent += piece.length;
-      if (file.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, file.chunkDelayMs));
-    }
-    res.end();
+    await streamFile(req, res, file, download);
   }
 
   /** Keeps what a sent message shows; returns its id. */

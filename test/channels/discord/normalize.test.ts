@@ -85,8 +85,8 @@ describe('normalizeDiscordMessage', () => {
     });
     expect(m.text).toBe('');
     expect(m.attachments).toEqual([
-      { type: 'image', fileId: 'https://cdn.example/a.png', name: 'a.png', mimeType: 'image/png', size: 10 },
-      { type: 'file', fileId: 'https://cdn.example/b.bin', name: 'b.bin', size: 20 },
+      { type: 'image', fileId: '1', url: 'https://cdn.example/a.png', name: 'a.png', mimeType: 'image/png', size: 10 },
+      { type: 'file', fileId: '2', url: 'https://cdn.example/b.bin', name: 'b.bin', size: 20 },
     ]);
   });
 });
@@ -146,8 +146,8 @@ describe('normalizeDiscordMessage: places, mentions, replies and files', () => {
       ],
     });
     expect(m.attachments).toStrictEqual([
-      { type: 'video', fileId: 'https://cdn.example/v.mp4', mimeType: 'video/mp4' },
-      { type: 'audio', fileId: 'https://cdn.example/a.ogg', mimeType: 'audio/ogg' },
+      { type: 'video', fileId: '1', url: 'https://cdn.example/v.mp4', mimeType: 'video/mp4' },
+      { type: 'audio', fileId: '2', url: 'https://cdn.example/a.ogg', mimeType: 'audio/ogg' },
       { type: 'file', fileId: '3', name: 'doc.pdf', mimeType: 'application/pdf', size: 3 },
     ]);
   });
