@@ -18,7 +18,8 @@ export interface LedgerRecord {
   outputTokens: number;
   cacheReadTokens: number;
   cacheWriteTokens: number;
-  estimatedInputTokensByComponent: InputComponents;
+  /** SPEC §4's six components, and `images` when the request carried any (SPEC §15). */
+  estimatedInputTokensByComponent: Omit<InputComponents, 'images'> & { images?: number };
   isEstimated: boolean;
   kind: LlmCallKind;
   /** ISO 8601, UTC. */
@@ -46,6 +47,7 @@ export function ledgerRecordOf(event: LlmCallEvent): LedgerRecord {
     cacheWriteTokens: event.usage.cacheWriteTokens,
     estimatedInputTokensByComponent: {
       system: c.system, bootstrap: c.bootstrap, tools: c.tools, history: c.history, toolResults: c.toolResults, userInput: c.userInput,
+      ...(c.images ? { images: c.images } : {}),
     },
     isEstimated: event.isEstimated,
     kind: event.kind,

@@ -104,6 +104,7 @@ export class BatchRunner {
       await this.deps.appendEntries(session, [{
         type: 'message', id: randomUUID(), role: 'user', content: userContent(message, input.groupContext), at: this.iso(), correlationId,
         ...(message.chatType !== 'direct' && message.sender.name && !message.internal ? { name: message.sender.name } : {}), sourceId,
+        ...(message.media?.length ? { media: message.media } : {}),
       }]);
     }
     // Queue mode collect: the burst's other messages, each its own entry (and sourceId).
@@ -177,6 +178,7 @@ export class BatchRunner {
             : await this.deps.registry.execute(call, tools, {
               entry, message, correlationId, signal, logger: scope.logger, workspace: this.deps.workspaceOf(entry), timezone: this.deps.timezoneOf(entry),
               now: () => this.deps.clock.now(), lendSlot: input.lendSlot ?? ((work) => work()),
+              ...(input.sendFile ? { sendFile: input.sendFile } : {}),
             });
         } catch (error) {
           // A user's stop: the call gets its result now, saying so (a shutdown leaves it to the next start's
@@ -279,7 +281,7 @@ export function batchInputOf(input: TurnInput, text: string, priorRunState: Sess
   return {
     message: { ...input.message, text }, sessionKey: input.sessionKey, correlationId: input.correlationId, signal: input.signal, onDelta: input.onDelta,
     groupContext: input.groupContext, logger: input.logger, clientSignal: input.clientSignal, lendSlot: input.lendSlot, replayed: input.replayed, priorRunState,
-    joined: input.joined, takeSteered: input.takeSteered,
+    joined: input.joined, takeSteered: input.takeSteered, sendFile: input.sendFile,
   } satisfies EveryField<TurnInput>;
 }
 

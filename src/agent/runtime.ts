@@ -27,6 +27,8 @@ import { isBackgroundKind, sourceIdOf } from './runs.ts';
 import { toolSchemaTokens } from '../tokens/tokens.ts';
 import { scopedEvent, TurnEvents, zeroUsage, type TurnScope } from './turn-events.ts';
 import type { TurnInput } from './turn-input.ts';
+import type { MediaIntake } from './media-intake.ts';
+import type { MediaStore } from '../media/media-store.ts';
 
 /** What the runtime needs from the gateway about lanes (for /stop and /status). */
 export interface LaneControl {
@@ -46,6 +48,10 @@ export interface RuntimeOptions {
   events?: TurnEvents;
   /** The tools sessions may call; none when absent. */
   tools?: ToolRegistry;
+  /** Fetches and prepares attachments before a turn (SPEC §15); absent: attachments are listed. */
+  media?: MediaIntake;
+  /** Where images of user entries are kept, for requests to models that see. */
+  mediaStore?: MediaStore;
 }
 
 /**
@@ -78,7 +84,7 @@ export class AgentRuntime {
       historyOf: (s) => this.historyOf(s), appendEntries: (s, e) => this.appendEntries(s, e),
       callProvider: (request) => this.callProvider(request), modelOf: (e) => this.modelOf(e), agentFor: (id) => this.agentFor(id),
       toolSchemas: (e) => this.toolSchemas(e), timezoneOf,
-      memoryFlushTool: this.memoryFlushTool(timezoneOf),
+      memoryFlushTool: this.memoryFlushTool(timezoneOf), mediaStore: options.mediaStore,
     });
     this.caller = new ProviderCaller({ clock: options.clock, events: this.events, budgetOf: (agentId) => this.agentFor(agentId).tokenBudget });
     this.batches = new BatchRunner({
@@ -237,8 +243,15 @@ export class AgentRuntime {
     const now = this.options.clock.now();
     const reply = (text: string, kind: OutboundMessage['kind'] = 'reply', notice?: string): OutboundMessage =>
       ({ text, kind, notice, replyTo: message.id, threadId: message.threadId });
-    let text = message.text;
     let notice: string | undefined;
+    if (this.options.media && !message.internal) {
+      // Before anything reads the text: a voice note's transcript is its text, so a spoken command works.
+      const agent = this.agentFor(session.entry.agentId);
+      for (const m of [message, ...(input.joined ?? [])]) {
+        if (m.attachments.length) await this.options.media.prepare(m, { agent, signal: input.signal, logger, correlationId: input.correlationId });
+      }
+    }
+    let text = message.text;
 
     if (message.internal) {
       // Internal messages are never commands or reset triggers: a model cannot /reset or /stop another session.

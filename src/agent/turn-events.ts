@@ -10,6 +10,8 @@ export interface InputComponents {
   history: number;
   toolResults: number;
   userInput: number;
+  /** Images shown to the model (SPEC §15), by the provider's tile rule. */
+  images: number;
 }
 
 /** What kind of LLM call it was. */

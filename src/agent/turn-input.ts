@@ -1,5 +1,5 @@
 import type { Logger } from '../core/logger.ts';
-import type { InboundMessage } from '../core/message.ts';
+import type { InboundMessage, OutboundFile } from '../core/message.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
 
 /** A message kept from a group chat without a run, given to the next run as context. */
@@ -28,6 +28,8 @@ export interface TurnInput {
   priorRunState?: SessionEntry['runState'];
   /** Queue mode `collect`: messages answered together with `message`, each its own user entry after it, in order. */
   joined?: InboundMessage[];
+  /** Sends a file into the chat the turn answers (the `send_file` tool); absent when there is none. */
+  sendFile?: (file: OutboundFile, caption?: string) => Promise<void>;
   /** Queue mode `steer`: takes the messages that arrived since, at a tool-call boundary; the next model request carries them. */
   takeSteered?: () => InboundMessage[];
 }

@@ -19,6 +19,7 @@ export function userEntryOf(message: InboundMessage, correlationId: string, at: 
   return {
     type: 'message', id: randomUUID(), role: 'user', content: userContent(message, groupContext), at, correlationId,
     ...(message.chatType !== 'direct' && message.sender.name && !message.internal ? { name: message.sender.name } : {}), sourceId: sourceIdOf(message),
+    ...(message.media?.length ? { media: message.media } : {}),
   };
 }
 

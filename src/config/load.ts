@@ -187,6 +187,8 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
       vision: a.vision ?? defaults.vision,
     };
   });
+  const transcriber = config.media.transcription.provider;
+  if (transcriber && !providers[transcriber]) throw new ConfigError(`Invalid configuration: media.transcription.provider names "${transcriber}", which is not under providers.`);
   const ids = new Set<string>();
   for (const a of agents) {
     if (ids.has(a.id)) throw new ConfigError(`Invalid configuration: agents.list has "${a.id}" twice.`);

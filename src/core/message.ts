@@ -115,6 +115,8 @@ export interface InboundMessage {
   attachments: Attachment[];
   /** What each attachment became, set by the runtime's media intake before the turn (SPEC §15). */
   media?: MediaRecord[];
+  /** What the media intake adds to the message's text for the model, in order: lines and inlined documents (not images). */
+  mediaNotes?: string[];
   replyTo?: { id: string; text?: string; fromBot?: boolean };
   /** True when the bot was @mentioned, replied to, or addressed with a command. */
   mentionsBot: boolean;

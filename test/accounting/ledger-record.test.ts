@@ -14,7 +14,7 @@ describe('ledgerRecordOf', () => {
   });
 
   it('keeps each input component apart (no component is another one)', () => {
-    const record = ledgerRecordOf(llmCall({ estimatedInputTokensByComponent: { system: 1, bootstrap: 2, tools: 3, history: 4, toolResults: 5, userInput: 6 } }));
+    const record = ledgerRecordOf(llmCall({ estimatedInputTokensByComponent: { system: 1, bootstrap: 2, tools: 3, history: 4, toolResults: 5, userInput: 6, images: 0 } }));
     expect(record.estimatedInputTokensByComponent).toEqual({ system: 1, bootstrap: 2, tools: 3, history: 4, toolResults: 5, userInput: 6 });
     expect(Object.keys(record.estimatedInputTokensByComponent)).toEqual(['system', 'bootstrap', 'tools', 'history', 'toolResults', 'userInput']);
   });

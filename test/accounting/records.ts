@@ -8,7 +8,7 @@ export function llmCall(over: Partial<LlmCallEvent> = {}): LlmCallEvent {
     kind: 'turn', providerId: 'default', modelId: 'gpt-test',
     usage: { inputTokens: 100, outputTokens: 20, cacheReadTokens: 30, cacheWriteTokens: 5 },
     isEstimated: false,
-    estimatedInputTokensByComponent: { system: 50, bootstrap: 10, tools: 5, history: 30, toolResults: 0, userInput: 40 },
+    estimatedInputTokensByComponent: { system: 50, bootstrap: 10, tools: 5, history: 30, toolResults: 0, userInput: 40, images: 0 },
     retries: 0, durationMs: 120, at: Date.UTC(2025, 0, 2, 3, 4, 5), ...over,
   };
 }
@@ -24,7 +24,7 @@ export function record(over: Partial<LlmCallEvent> = {}): LedgerRecord {
     correlationId: e.correlationId, sessionKey: e.sessionKey, sessionId: e.sessionId, channel: e.channel, agentId: e.agentId,
     providerId: e.providerId, modelId: e.modelId,
     inputTokens: e.usage.inputTokens, outputTokens: e.usage.outputTokens, cacheReadTokens: e.usage.cacheReadTokens, cacheWriteTokens: e.usage.cacheWriteTokens,
-    estimatedInputTokensByComponent: { system: c.system, bootstrap: c.bootstrap, tools: c.tools, history: c.history, toolResults: c.toolResults, userInput: c.userInput },
+    estimatedInputTokensByComponent: { system: c.system, bootstrap: c.bootstrap, tools: c.tools, history: c.history, toolResults: c.toolResults, userInput: c.userInput, images: c.images ?? 0 },
     isEstimated: e.isEstimated, kind: e.kind, timestamp: new Date(e.at).toISOString(),
     ...(e.parentCorrelationId ? { parentCorrelationId: e.parentCorrelationId } : {}),
     ...(e.toolCalls?.length ? { toolCalls: e.toolCalls } : {}),

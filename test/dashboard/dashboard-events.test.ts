@@ -70,7 +70,7 @@ describe('the dashboard event stream', () => {
     expect((await reader.next()).event).toBe('status');
     expect((await reader.next())).toMatchObject({ event: 'pairing', data: { pending: [], paired: [] } });
     events.emit('onTurnStart', { ...scope, at: 1 });
-    events.emit('onLlmCall', { ...scope, kind: 'turn', providerId: 'p', modelId: 'm', usage, isEstimated: false, estimatedInputTokensByComponent: { system: 0, bootstrap: 0, tools: 0, history: 0, toolResults: 0, userInput: 0 }, retries: 0, durationMs: 1, at: 2 });
+    events.emit('onLlmCall', { ...scope, kind: 'turn', providerId: 'p', modelId: 'm', usage, isEstimated: false, estimatedInputTokensByComponent: { system: 0, bootstrap: 0, tools: 0, history: 0, toolResults: 0, userInput: 0, images: 0 }, retries: 0, durationMs: 1, at: 2 });
     events.emit('onToolCall', { ...scope, name: 'memory_write', ok: true, outcome: 'ok', durationMs: 1, at: 3 });
     events.emit('onTurnEnd', { ...scope, outcome: 'replied', usage, durationMs: 3, at: 4 });
     const reasons = [];

@@ -79,7 +79,7 @@ export async function describeContext(engine: ContextEngine, session: ActiveSess
     lines.push(`• ${f.name}: ${f.status === 'ok' ? 'OK' : 'TRUNCATED'} · ${chars} · ${plural(tokens, 'token')}`);
   }
   lines.push('**Tokens by component** (next request, our count)');
-  lines.push(`• system ${formatCount(c.system)} · bootstrap ${formatCount(c.bootstrap)} · tools ${formatCount(c.tools)} · history ${formatCount(c.history)} · tool results ${formatCount(c.toolResults)} · user input ${formatCount(c.userInput)} · total ${formatCount(a.context.tokens)}`);
+  lines.push(`• system ${formatCount(c.system)} · bootstrap ${formatCount(c.bootstrap)} · tools ${formatCount(c.tools)} · history ${formatCount(c.history)} · tool results ${formatCount(c.toolResults)} · user input ${formatCount(c.userInput)}${c.images ? ` · images ${formatCount(c.images)}` : ''} · total ${formatCount(a.context.tokens)}`);
   if (!detail) return lines.join('\n');
 
   lines.push('**Largest messages**');

@@ -1,3 +1,4 @@
+import { imageLines } from '../user-content.ts';
 import { SwitchboardError } from '../../core/errors.ts';
 import type { ChatMessage } from '../../providers/types.ts';
 import type { TranscriptMessage } from '../../sessions/transcript.ts';
@@ -75,7 +76,8 @@ export const SUMMARY_TOOL_RESULT_CHARS = 4000;
 export function renderForSummary(m: TranscriptMessage): string {
   if (m.role === 'tool') return `[tool result ${m.toolCallId ?? ''}]: ${clip(m.content, SUMMARY_TOOL_RESULT_CHARS)}`;
   const lines: string[] = [];
-  if (m.role === 'user') lines.push(`[user${m.name ? ` ${m.name}` : ''}]: ${m.content}`);
+  // A user entry's images reach the summarizer as their lines (SPEC §15: a compaction turns them into lines).
+  if (m.role === 'user') lines.push(`[user${m.name ? ` ${m.name}` : ''}]: ${m.content}${imageLines(m.media)}`);
   else if (m.content) lines.push(`[assistant]: ${m.content}`);
   for (const call of m.toolCalls ?? []) lines.push(`[assistant called ${call.name} (${call.id}) with ${call.arguments}]`);
   return lines.join('\n');

@@ -21,6 +21,9 @@ import { chatMessageTokens, countRequestTokens, countTokens } from '../../tokens
 import type { InputComponents, LlmCallKind } from '../turn-events.ts';
 import type { ProviderCallRequest } from '../provider-call.ts';
 import { formatCount } from '../../core/plural.ts';
+import { modelSeesImages } from '../../config/media.ts';
+import type { MediaStore } from '../../media/media-store.ts';
+import { ImageCache } from './image-cache.ts';
 
 /** Compaction-and-retry rounds after a provider context-overflow error, before the user is told. */
 export const MAX_OVERFLOW_RETRIES = 3;
@@ -39,6 +42,8 @@ export interface ContextEngineDeps {
   toolSchemas(entry: SessionEntry): ToolSchema[];
   /** The session's IANA time zone (memory file dates, local time in the runtime line). */
   timezoneOf(entry: SessionEntry): string;
+  /** Where the images of user entries are kept (SPEC §15); without it every image is its line. */
+  mediaStore?: MediaStore;
   /** `memory_write`, the one tool of the silent memory flush; without it there is no flush. */
   memoryFlushTool?: {
     schema: ToolSchema;
@@ -113,9 +118,11 @@ export class ContextEngine {
   private readonly pruner = new Pruner();
   /** Session id → compaction count at its last memory flush (once per compaction). In memory. */
   private readonly flushedAt = new Map<string, number>();
+  private readonly images: ImageCache;
 
   constructor(deps: ContextEngineDeps) {
     this.deps = deps;
+    this.images = new ImageCache({ store: deps.mediaStore });
   }
 
   /** The workspace of a session's agent (bootstrap files, memory notes). */
@@ -146,9 +153,10 @@ export class ContextEngine {
     const tools = options.tools ?? this.deps.toolSchemas(entry);
     const history = options.history ?? await this.deps.historyOf(session);
     const bootstrap = await this.bootstrap.load(agent.workspace, this.limits);
+    const imageOf = modelSeesImages(agent.vision, model) ? await this.loadImages(history) : undefined;
     const base = {
       agent, entry, model, tools, now: options.now ?? this.deps.clock.now(), bootstrap, bootstrapLimits: this.limits,
-      timezone: this.deps.timezoneOf(entry), contextWindow, history,
+      timezone: this.deps.timezoneOf(entry), contextWindow, history, ...(imageOf ? { imageOf } : {}),
     };
     let context = buildContext(base);
     let pruned: PruneStats = { trimmed: 0, cleared: 0 };
@@ -165,6 +173,20 @@ export class ContextEngine {
       context, estimate: Math.round(context.tokens * factor), factor, bootstrap, pruned, provider, providerId, model, contextWindow,
       threshold, tools, history,
     };
+  }
+
+  /** The images of the history since its last compaction, loaded; the image source of a model that sees (SPEC §15). */
+  private async loadImages(history: readonly TranscriptEntry[]): Promise<ImageCache['imageOf']> {
+    let from = history.length;
+    let any = false;
+    while (from > 0) {
+      const e = history[from - 1] as TranscriptEntry;
+      if (e.type === 'compaction') break;
+      if (e.media) any = true;
+      from--;
+    }
+    if (any) await this.images.load(history, from);
+    return this.images.imageOf;
   }
 
   /**
@@ -357,7 +379,7 @@ export class ContextEngine {
 export function adHocContext(messages: ChatMessage[], model: string, component: keyof InputComponents): BuiltContext {
   const messageTokens = messages.map((m) => chatMessageTokens(m, model));
   const tokens = countRequestTokens(messages, [], model);
-  const components: InputComponents = { system: 0, bootstrap: 0, tools: 0, history: 0, toolResults: 0, userInput: 0 };
+  const components: InputComponents = { system: 0, bootstrap: 0, tools: 0, history: 0, toolResults: 0, userInput: 0, images: 0 };
   components[component] = tokens;
   return { messages, components, tokens, messageTokens, toolTokens: [], kept: [] };
 }

@@ -1,11 +1,13 @@
 import type { AgentConfig } from '../../config/resolved.ts';
 import { RUNTIME_PREFIX } from '../../core/runtime-line.ts';
-import type { ChatMessage, ToolSchema } from '../../providers/types.ts';
+import type { MediaRecord } from '../../core/message.ts';
+import type { ChatImage, ChatMessage, ToolSchema } from '../../providers/types.ts';
 import type { SessionEntry } from '../../sessions/entry.ts';
 import type { TranscriptEntry, TranscriptMessage } from '../../sessions/transcript.ts';
 import { renderBootstrap, type BootstrapFile, type BootstrapLimits } from './bootstrap.ts';
 import { chatMessageTokens, countTokens, REQUEST_OVERHEAD, toolSchemaTokens } from '../../tokens/tokens.ts';
 import type { InputComponents } from '../turn-events.ts';
+import { imageLines } from '../user-content.ts';
 
 /** What a request is assembled from. */
 export interface ContextInput {
@@ -24,6 +26,11 @@ export interface ContextInput {
   timezone?: string;
   /** Unused by the assembly; kept for callers that pass it. */
   contextWindow?: number;
+  /**
+   * Set when the model sees images: the image the request carries for a user entry's image record, undefined
+   * when it is not at hand (the file is gone). Unset: every image is its one line (SPEC §15).
+   */
+  imageOf?: (record: MediaRecord) => ChatImage | undefined;
 }
 
 /** An assembled request and what its parts cost. */
@@ -61,7 +68,7 @@ export function buildContext(input: ContextInput): BuiltContext {
   const part = systemPart(input);
   const system = part.text;
 
-  const components: InputComponents = { system: 0, bootstrap: 0, tools: 0, history: 0, toolResults: 0, userInput: 0 };
+  const components: InputComponents = { system: 0, bootstrap: 0, tools: 0, history: 0, toolResults: 0, userInput: 0, images: 0 };
   const messages: ChatMessage[] = [];
   const messageTokens: number[] = [];
   const push = (message: ChatMessage, tokens = chatMessageTokens(message, model)): number => {
@@ -70,7 +77,10 @@ export function buildContext(input: ContextInput): BuiltContext {
     return tokens;
   };
 
-  const { summary, kept } = activeHistory(input.history);
+  const { summary, kept, compactionIndex } = activeHistory(input.history);
+  // Images stay in requests until the next compaction, which turns them into their lines (SPEC §15): the
+  // messages kept verbatim from before it show the lines, so the new prefix stays byte-stable until the next.
+  const compacted = input.imageOf && compactionIndex > 0 ? compactedImages(input.history, compactionIndex) : undefined;
   // The summary joins the one system message: several system messages, or one after the first, are refused
   // by some OpenAI-compatible servers' chat templates. A compaction changes the prefix anyway.
   const summaryText = summary ? summaryMessage(summary) : '';
@@ -92,10 +102,11 @@ export function buildContext(input: ContextInput): BuiltContext {
     if (m.role === 'user') {
       // The time rides at the head of the user message it belongs to (not as its own system message, which
       // some chat templates refuse mid-conversation); rendered from the stored time, it never changes.
-      const user = userMessageOf(m, input);
+      const user = userMessageOf(m, input, compacted?.has(m) ? undefined : input.imageOf);
       components.system += user.lineTokens;
+      components.images += user.imageTokens;
       tokens = user.tokens;
-      push(user.message, tokens + user.lineTokens);
+      push(user.message, tokens + user.lineTokens + user.imageTokens);
     } else {
       tokens = push(toChatMessage(m), messageTokensOf(m, model));
     }
@@ -129,6 +140,16 @@ export function activeHistory(history: readonly TranscriptEntry[]): { summary?: 
     }
   }
   return { summary, kept: history.slice(start).filter((e): e is TranscriptMessage => e.type === 'message'), compactionIndex };
+}
+
+/** The user entries with images written before the compaction at `compactionIndex` (kept verbatim after it). */
+function compactedImages(history: readonly TranscriptEntry[], compactionIndex: number): Set<TranscriptEntry> {
+  const out = new Set<TranscriptEntry>();
+  for (let i = 0; i < compactionIndex; i++) {
+    const e = history[i] as TranscriptEntry;
+    if (e.type === 'message' && e.media?.length) out.add(e);
+  }
+  return out;
 }
 
 /**
@@ -265,30 +286,59 @@ function runtimeLine(at: string, input: ContextInput): { text: string; tokens: n
 interface RenderedUser {
   model: string;
   zone: string;
+  /** The images it shows (none when the model does not see). */
+  imageOf?: ContextInput['imageOf'];
   message: ChatMessage;
   lineTokens: number;
+  /** Of its text (with the lines of images not shown). */
   tokens: number;
+  imageTokens: number;
 }
 
 /** Per transcript entry: every request of a session carries all its user messages again, each the same bytes. */
 const renderedUsers = new WeakMap<TranscriptMessage, RenderedUser>();
 
-/** A user message with its runtime line, and the tokens of both, made once per entry, model and zone. */
-function userMessageOf(m: TranscriptMessage, input: ContextInput): RenderedUser {
+/** A user message with its runtime line and images, and the tokens of each, made once per entry, model, zone and image source. */
+function userMessageOf(m: TranscriptMessage, input: ContextInput, imageOf: ContextInput['imageOf']): RenderedUser {
   const zone = input.timezone ?? 'UTC';
   const hit = renderedUsers.get(m);
-  if (hit && hit.model === input.model && hit.zone === zone) return hit;
+  if (hit && hit.model === input.model && hit.zone === zone && (hit.imageOf === imageOf || !m.media?.length)) return hit;
   const line = runtimeLine(m.at, input);
   const message = toChatMessage(m);
+  let tokens: number;
+  let imageTokens = 0;
+  const images = imageOf && m.media?.length ? shownImages(m.media, imageOf) : undefined;
+  if (images) {
+    message.content = `${m.content}${imageLines(m.media, images.shown)}`;
+    message.images = images.list;
+    for (const image of images.list) imageTokens += image.tokens;
+    tokens = chatMessageTokens({ role: message.role, content: message.content, ...(message.name ? { name: message.name } : {}) }, input.model);
+  } else {
+    tokens = messageTokensOf(m, input.model);
+  }
   message.content = `${line.text}\n${message.content}`;
-  const rendered: RenderedUser = { model: input.model, zone, message, lineTokens: line.tokens, tokens: messageTokensOf(m, input.model) };
+  const rendered: RenderedUser = { model: input.model, zone, imageOf, message, lineTokens: line.tokens, tokens, imageTokens };
   // An entry without a readable time shows the request's time, which changes: made again each time.
   if (!Number.isNaN(Date.parse(m.at))) renderedUsers.set(m, rendered);
   return rendered;
 }
 
+function shownImages(media: readonly MediaRecord[], imageOf: NonNullable<ContextInput['imageOf']>): { list: ChatImage[]; shown: Set<MediaRecord> } | undefined {
+  let out: { list: ChatImage[]; shown: Set<MediaRecord> } | undefined;
+  for (const record of media) {
+    if (record.as !== 'image') continue;
+    const image = imageOf(record);
+    if (!image) continue;
+    out ??= { list: [], shown: new Set() };
+    out.list.push(image);
+    out.shown.add(record);
+  }
+  return out;
+}
+
+/** A transcript message as a request carries it; a user entry's images as their lines (see {@link buildContext} for images shown). */
 export function toChatMessage(m: TranscriptMessage): ChatMessage {
-  const message: ChatMessage = { role: m.role, content: m.content };
+  const message: ChatMessage = { role: m.role, content: m.media ? `${m.content}${imageLines(m.media)}` : m.content };
   if (m.name && m.role === 'user') message.name = m.name;
   if (m.toolCalls?.length) message.toolCalls = m.toolCalls;
   if (m.toolCallId) message.toolCallId = m.toolCallId;
