@@ -5,6 +5,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Logger } from '../core/logger.ts';
 import type { PairingStore } from '../routing/pairing.ts';
 import type { Inbox } from './inbox.ts';
+import type { MediaStore } from '../media/media-store.ts';
 import type { QueueTimers } from './queue-mode.ts';
 import type { LiveTimers } from './live-reply.ts';
 import type { TypingTimers } from './typing-loop.ts';
@@ -32,6 +33,8 @@ export interface GatewayOptions {
   liveTimers?: LiveTimers;
   /** Timers of the queue mode `collect` debounce (tests fire them themselves). */
   queueTimers?: QueueTimers;
+  /** Where a file sent with `send_file` is copied (the web chat links it, SPEC §15). */
+  mediaStore?: MediaStore;
   /** How long texts' token counts are warmed before their turn (tests inject a clock and yields). */
   warm?: WarmOptions;
 }

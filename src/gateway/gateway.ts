@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { zeroUsage } from '../agent/turn-events.ts';
 import { warmTokenCounts } from '../tokens/tokens.ts';
 import type { ChannelAdapter, InboundSink, Submission, SubmitOptions, TurnResult } from '../core/channel-adapter.ts';
 import { isAbortError, SessionKeyError, ShuttingDownError, SwitchboardError, TurnAbortedError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import type { InboundMessage, OutboundMessage } from '../core/message.ts';
+import type { InboundMessage, OutboundFile, OutboundMessage } from '../core/message.ts';
 import { agentOf } from '../routing/bindings.ts';
 import { buildSessionKey, parseSessionKey } from '../routing/session-key.ts';
 import { Admission } from './admission.ts';
@@ -259,6 +260,7 @@ export class Gateway {
             groupContext: message.chatType === 'direct' ? undefined : await (this.options.sharedGroupContext?.take(key) ?? this.groupContext.take(key)),
             logger: logger.child({ sessionKey: key }),
             lendSlot: (work) => this.lanes.lend(work),
+            ...(this.outbound.hasTarget(message) ? { sendFile: (file: OutboundFile, caption?: string) => this.sendFile(message, file, caption) } : {}),
             ...turnJoins(plan),
           });
           await this.markCarried(plan, logger);
@@ -294,6 +296,13 @@ export class Gateway {
         resolve(undefined);
       }), () => resolve(undefined));
     });
+  }
+
+  /** `send_file`: the file is copied into the media store first (the web chat and the dashboard link it), then uploaded. */
+  private async sendFile(message: InboundMessage, file: OutboundFile, caption?: string): Promise<void> {
+    const store = this.options.mediaStore;
+    const stored = store ? await store.put(createReadStream(file.path), { mime: file.mime, maxBytes: this.options.config.media.maxBytes, now: this.options.clock.now() }) : undefined;
+    await this.outbound.sendFile(message, stored ? { ...file, sha256: stored.sha256 } : file, caption);
   }
 
   /** The turn's live reply where its chat streams; a replay's journaled posts are edited, not posted again. */

@@ -1,6 +1,8 @@
 import type { ChannelAdapter } from '../core/channel-adapter.ts';
 import type { Logger } from '../core/logger.ts';
-import { targetOf, type InboundMessage, type OutboundMessage } from '../core/message.ts';
+import { targetOf, type InboundMessage, type OutboundFile, type OutboundMessage } from '../core/message.ts';
+import { ChannelError } from '../core/errors.ts';
+import { splitImageLines, type MarkdownPart } from '../core/markdown-images.ts';
 import { deliveryKey, type Inbox } from './inbox.ts';
 import { DEFAULT_TYPING_LAPSE_MS, startTypingLoop, typingRefreshMs, type TypingTimers } from './typing-loop.ts';
 import type { LiveTurn } from './live-turn.ts';
@@ -50,6 +52,14 @@ export class Outbound {
 
   /** Makes a live reply the complete answer; sends it the ordinary way when nothing was posted live. */
   private async finishLive(message: InboundMessage, reply: OutboundMessage, live: LiveTurn, logger: Logger): Promise<boolean> {
+    // Images on their own line go out natively (SPEC §15): the live message ends with the text before the first
+    // one, and the rest is sent the ordinary way, images and text in order.
+    const split = splitAtFirstImage(reply.text);
+    if (split) {
+      const head = split.head ? await this.finishLive(message, { ...reply, text: split.head }, live, logger) : (await live.abandon(), true);
+      const rest = await this.deliver(message, { ...reply, text: split.rest, notice: split.head ? undefined : reply.notice, ...(reply.idempotencyKey ? { idempotencyKey: `${reply.idempotencyKey}:images` } : {}) }, logger);
+      return head && rest;
+    }
     try {
       if (await live.finish(reply)) return true;
     } catch (error) {
@@ -74,6 +84,28 @@ export class Outbound {
       this.recordFailure(target, error, message.correlationId ?? correlationIdOf(logger));
       return false;
     }
+  }
+
+  /**
+   * Sends a file into the chat a message came from (or an internal message names) as a native upload, after
+   * the channel's own retries; rejects when there is no such chat or the platform refused it (the tool says so).
+   */
+  async sendFile(message: InboundMessage, file: OutboundFile, caption: string | undefined): Promise<void> {
+    const target = message.channel === 'internal' ? message.internal?.deliverTo : targetOf(message);
+    const adapter = target && this.adapterFor(target.channel, target.accountId);
+    if (!target || !adapter) throw new ChannelError('CHANNEL_NO_TARGET', 'This conversation has no chat to send a file to.');
+    try {
+      await adapter.send(target, { text: caption ?? '', files: [file], kind: 'reply', ...(target.threadId ? { threadId: target.threadId } : {}) });
+    } catch (error) {
+      this.recordFailure(target, error, message.correlationId);
+      throw error;
+    }
+  }
+
+  /** Whether replies to `message` have a chat to go to. */
+  hasTarget(message: InboundMessage): boolean {
+    const target = message.channel === 'internal' ? message.internal?.deliverTo : targetOf(message);
+    return Boolean(target && this.adapterFor(target.channel, target.accountId));
   }
 
   private recordFailure(target: { channel: string; accountId: string; chatId: string }, error: unknown, correlationId?: string): void {
@@ -115,6 +147,15 @@ export class Outbound {
     const loop = startTypingLoop(() => adapter.typing!(target), interval, (err) => logger.debug({ err }, 'typing indicator failed'), this.options.typingTimers);
     return () => loop.stop();
   }
+}
+
+/** An answer with a markdown image line: the text before the first one, and the rest as markdown; undefined without one. */
+function splitAtFirstImage(text: string): { head: string; rest: string } | undefined {
+  const parts = splitImageLines(text);
+  const first = parts.findIndex((p) => p.kind === 'image');
+  if (first < 0) return undefined;
+  const markdown = (p: MarkdownPart) => (p.kind === 'text' ? p.text : `![${p.alt}](${p.url})`);
+  return { head: parts.slice(0, first).map(markdown).join('\n\n'), rest: parts.slice(first).map(markdown).join('\n\n') };
 }
 
 /** The correlation id the turn's logger carries (the gateway makes one when the message had none). */
