@@ -165,4 +165,19 @@ CREATE TABLE sb_channel_watermark (
 CREATE INDEX sb_channel_watermark_at ON sb_channel_watermark (account, at);
 `,
   },
+  {
+    // Media in cluster mode (issue 28, SPEC §15): fetched files, content-addressed, so any replica rebuilds a
+    // session's context with its images. Swept by stored_at (retention, then the oldest beyond the quota).
+    id: '004-media',
+    sql: `
+CREATE TABLE sb_media (
+  sha256 text PRIMARY KEY,
+  mime text NOT NULL,
+  size bigint NOT NULL,
+  data bytea NOT NULL,
+  stored_at timestamptz NOT NULL
+);
+CREATE INDEX sb_media_stored_at ON sb_media (stored_at);
+`,
+  },
 ];
