@@ -36,7 +36,7 @@ export interface MediaWorld {
   close(): Promise<void>;
 }
 
-export async function startMediaWorld(options: { maxBytes?: number; maxBodyBytes?: number; authToken?: string } = {}): Promise<MediaWorld> {
+export async function startMediaWorld(options: { maxBytes?: number; maxBodyBytes?: number; authToken?: string; mounts?: ((app: HttpApp) => void)[] } = {}): Promise<MediaWorld> {
   const store = new MemoryMediaStore();
   const received: InboundMessage[] = [];
   const mediaConfig = { maxBytes: options.maxBytes ?? 64 * 1024 };
@@ -85,6 +85,7 @@ export async function startMediaWorld(options: { maxBytes?: number; maxBodyBytes
         isClosing: () => false, authToken, media: store, mediaConfig,
       }),
       mountMediaRoutes({ media: store }),
+      ...(options.mounts ?? []),
     ],
   });
   return world;

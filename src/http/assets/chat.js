@@ -1,9 +1,11 @@
 // The web chat: `POST /webchat/messages` as Server-Sent Events, the answer rendered as markdown while it
 // streams, and the five token cards of the chat's session kept fresh. Replies that come later (a sub-agent's
 // result, a goal's background batches) arrive on `GET /webchat/events?user=…` and are added as they come.
+// Files are attached with the 📎 input or pasted; they go as base64 in the message, and the files a reply
+// carries are shown as links (images as thumbnails) to `/media/<sha256>`, served under the page's sign-in.
 import { $, api, h, sessionPath } from './api.js';
 import { renderMarkdown } from './markdown.js';
-import { renderCards, renderHistory } from './session-parts.js';
+import { renderCards, renderFiles, renderHistory } from './session-parts.js';
 
 /** The names the web chat takes (the server's rule). */
 const NAME = /^[\w.@+-]{1,128}$/;
@@ -17,6 +19,8 @@ let loadingHistory = false;
 let reloadHistory = false;
 /** The event stream of the current name's later replies. */
 let live;
+/** Files attached to the next message: `{ name, mime, size, dataBase64, thumb? }`. */
+let pending = [];
 
 const userName = () => $('chat-user').value.trim() || 'web';
 const chatShown = () => !$('view-chat').hidden;
@@ -43,6 +47,17 @@ export function initChat() {
     e.preventDefault();
     void send();
   });
+  $('chat-files').addEventListener('change', (e) => {
+    void attach([...e.target.files]);
+    e.target.value = '';
+  });
+  $('chat-text').addEventListener('paste', (e) => {
+    const files = [...(e.clipboardData?.files ?? [])];
+    if (!files.length) return;
+    // A pasted screenshot: the file. Text copied with a picture of itself (office apps) stays text too.
+    if (!e.clipboardData.types.includes('text/plain')) e.preventDefault();
+    void attach(files);
+  });
   $('chat-text').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
@@ -50,6 +65,45 @@ export function initChat() {
     }
   });
   listen();
+}
+
+/** A file's bytes as base64 (what `POST /webchat/messages` takes) and, for an image, a `data:` URL to show. */
+function readFile(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => {
+      const url = String(reader.result);
+      const mime = file.type || 'application/octet-stream';
+      resolve({ name: file.name || 'pasted', mime, size: file.size, dataBase64: url.slice(url.indexOf(',') + 1), thumb: mime.startsWith('image/') ? url : undefined });
+    };
+    reader.onerror = () => reject(reader.error ?? new Error(`could not read ${file.name}`));
+    reader.readAsDataURL(file);
+  });
+}
+
+async function attach(files) {
+  for (const file of files) {
+    try {
+      pending.push(await readFile(file));
+    } catch (e) {
+      $('chat-log').append(h('li', { class: 'msg error', role: 'alert', 'data-role': 'notice', text: `Could not attach ${file.name}: ${e.message}` }));
+    }
+  }
+  showPending();
+}
+
+/** The files waiting to be sent, each with a button that takes it off. */
+function showPending() {
+  const list = $('chat-pending');
+  list.hidden = pending.length === 0;
+  list.replaceChildren(...pending.map((f) => {
+    const remove = h('button', { type: 'button', class: 'ghost small', 'aria-label': `Remove ${f.name}`, text: '×' });
+    remove.addEventListener('click', () => {
+      pending = pending.filter((p) => p !== f);
+      showPending();
+    });
+    return h('li', { 'data-role': 'pending-file' }, h('span', { text: f.name }), remove);
+  }));
 }
 
 /** True when the name is one the server takes; otherwise says so (the input, a line in the log, and with `report` the browser's bubble). */
@@ -95,7 +149,7 @@ function listen() {
   source.addEventListener('reply', (e) => {
     const reply = JSON.parse(e.data);
     if (loadingHistory) reloadHistory = true;
-    else if (historyKey === chatKey) bubble('assistant', reply.text, reply.kind);
+    else if (historyKey === chatKey) bubble('assistant', reply.text, reply.kind, reply.files);
     if (chatShown()) void refresh(historyKey !== chatKey && !loadingHistory);
   });
   source.addEventListener('error', () => {
@@ -145,10 +199,11 @@ async function refresh(withHistory = false) {
   }
 }
 
-function bubble(role, text, kind) {
+function bubble(role, text, kind, files) {
   const body = renderMarkdown(h('div'), text);
   const style = kind === 'error' || kind === 'notice' ? ` ${kind}` : '';
-  const item = h('li', { class: `msg ${role}${style}`, 'data-role': role }, h('span', { class: 'who', text: role === 'user' ? userName() : 'assistant' }), body);
+  const item = h('li', { class: `msg ${role}${style}`, 'data-role': role }, h('span', { class: 'who', text: role === 'user' ? userName() : 'assistant' }), body,
+    files?.length ? renderFiles(files) : undefined);
   $('chat-log').append(item);
   item.scrollIntoView({ block: 'end' });
   return { item, body };
@@ -176,12 +231,15 @@ async function* events(response) {
 
 async function send() {
   const text = $('chat-text').value.trim();
-  if (!text || busy || !checkName()) return;
+  if ((!text && !pending.length) || busy || !checkName()) return;
   busy = true;
   $('chat-send').disabled = true;
   $('chat-text').value = '';
   const user = userName();
-  bubble('user', text);
+  const files = pending;
+  pending = [];
+  showPending();
+  bubble('user', text, undefined, files);
   const answer = bubble('assistant', '…');
   answer.item.setAttribute('aria-busy', 'true');
   let streamed = '';
@@ -192,9 +250,15 @@ async function send() {
   };
   try {
     const response = await fetch('/webchat/messages', {
-      method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ user, text }),
+      method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ user, text, ...(files.length ? { attachments: files.map(({ name, mime, dataBase64 }) => ({ name, mime, dataBase64 })) } : {}) }),
     });
     if (response.status === 401) location.reload();
+    if (!response.ok && files.length && !pending.length) {
+      // Refused (too large, bad file): the files wait again for the next try.
+      pending = files;
+      showPending();
+    }
     if (!response.ok) throw new Error((await response.json().catch(() => ({}))).error?.message ?? `HTTP ${response.status}`);
     for await (const { event, data } of events(response)) {
       if (event === 'delta') {
@@ -202,7 +266,8 @@ async function send() {
         frame ??= requestAnimationFrame(() => { frame = undefined; show(streamed); });
       } else if (event === 'done') {
         cancelAnimationFrame(frame);
-        show(data.reply || streamed || '(no reply)');
+        show(data.reply || streamed || (data.files?.length ? '' : '(no reply)'));
+        if (data.files?.length) answer.item.append(renderFiles(data.files));
         chatKey = data.sessionKey;
         historyKey = chatKey;
         sessionStorage.setItem('switchboard-chat-key', chatKey);
