@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { OfflineProvider } from '../../src/providers/offline.ts';
 import { OpenAIProvider } from '../../src/providers/openai.ts';
-import type { ChatMessage, ToolSchema } from '../../src/providers/types.ts';
+import type { ChatMessage, Provider, ToolSchema } from '../../src/providers/types.ts';
 import { startFakeOpenAI, textOf, type FakeOpenAI } from '../fakes/fake-openai.ts';
 
 // Issue 28: images as `image_url` parts, image-free requests byte for byte as before, transcription.
@@ -134,7 +134,8 @@ describe('OpenAI provider: images and transcription', () => {
     });
 
     it('the offline provider cannot transcribe', () => {
-      expect(new OfflineProvider({ id: 'off' }).transcribe).toBeUndefined();
+      const offline: Provider = new OfflineProvider({ id: 'off' });
+      expect(offline.transcribe).toBeUndefined();
     });
   });
 });

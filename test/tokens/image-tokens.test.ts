@@ -12,8 +12,8 @@ describe('image tokens in request counting', () => {
   it('a message counts its text and every image\'s tokens', () => {
     expect(chatMessageTokens(plain, 'gpt-4o')).toBe(MESSAGE_OVERHEAD + countTokens(text, 'gpt-4o'));
     expect(chatMessageTokens(withImages, 'gpt-4o')).toBe(chatMessageTokens(plain, 'gpt-4o') + 85 + 765);
-    expect(chatMessageTokens({ role: 'user', content: '', name: 'ann', images: [{ url: 'data:image/png;base64,AAAA', tokens: 170 }] }, 'gpt-4o'))
-      .toBe(MESSAGE_OVERHEAD + NAME_OVERHEAD + countTokens('ann', 'gpt-4o') + 170);
+    const named: ChatMessage = { role: 'user', content: '', name: 'ann', images: [{ url: 'data:image/png;base64,AAAA', tokens: 170 }] };
+    expect(chatMessageTokens(named, 'gpt-4o')).toBe(MESSAGE_OVERHEAD + NAME_OVERHEAD + countTokens('ann', 'gpt-4o') + 170);
   });
 
   it('no images and an empty list count the same as before', () => {
