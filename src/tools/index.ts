@@ -3,6 +3,7 @@ import type { InboundSink } from '../core/channel-adapter.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
 import type { SessionInit, SessionManager } from '../sessions/manager.ts';
 import type { TranscriptEntry } from '../sessions/transcript.ts';
+import { mediaTools } from './media-tools.ts';
 import { memoryTools } from './memory-tools.ts';
 import { ToolRegistry } from './registry.ts';
 import { realTimeout, type TimeoutHandle } from './timeout.ts';
@@ -22,7 +23,7 @@ export interface BuiltinToolDeps {
   arrivalTimeout?: (ms: number) => TimeoutHandle;
 }
 
-/** The registry with the built-in groups: `group:sessions` and `group:memory` (SPEC §11). */
+/** The registry with the built-in groups: `group:sessions`, `group:memory` (SPEC §11) and `group:media` (SPEC §15). */
 export function createToolRegistry(deps: BuiltinToolDeps): ToolRegistry {
   const timeout = deps.timeout ?? realTimeout;
   const registry = new ToolRegistry({ timeoutMs: deps.config.tools.timeoutSeconds * 1000, maxResultChars: deps.config.tools.maxResultChars, timeout, arrivalTimeout: deps.arrivalTimeout });
@@ -37,9 +38,12 @@ export function createToolRegistry(deps: BuiltinToolDeps): ToolRegistry {
       deps.sessions.release(session);
     }
   };
-  for (const tool of [...sessionTools({ config: deps.config, reader: deps.reader, sink: deps.sink, createSession, history: deps.history, timeout }), ...memoryTools()]) {
-    registry.register(tool);
-  }
+  const builtins = [
+    ...sessionTools({ config: deps.config, reader: deps.reader, sink: deps.sink, createSession, history: deps.history, timeout }),
+    ...memoryTools(),
+    ...mediaTools({ maxBytes: deps.config.media.maxBytes }),
+  ];
+  for (const tool of builtins) registry.register(tool);
   return registry;
 }
 

@@ -1,16 +1,17 @@
 import type { ToolPolicy, ToolPreset } from '../config/schema.ts';
 
-/** The built-in groups of SPEC §11. MCP servers add `mcp:<server>` groups at run time. */
+/** The built-in groups of SPEC §11 and §15. MCP servers add `mcp:<server>` groups at run time. */
 export const BUILTIN_GROUPS: Readonly<Record<string, readonly string[]>> = {
   'group:sessions': ['sessions_spawn', 'sessions_yield', 'sessions'],
   'group:memory': ['memory_write', 'memory_search'],
+  'group:media': ['send_file'],
 };
 
 /** The groups each preset enables; `full` enables every registered tool. */
 const PRESET_GROUPS: Readonly<Record<Exclude<ToolPreset, 'full'>, readonly string[]>> = {
   none: [],
   minimal: ['group:memory'],
-  messaging: ['group:sessions', 'group:memory'],
+  messaging: ['group:sessions', 'group:memory', 'group:media'],
 };
 
 /** What a policy is resolved against: every registered tool and the group each is in. */
