@@ -6,7 +6,7 @@ import { ChannelError, type SwitchboardError } from '../../src/core/errors.ts';
 import { runWithLogContext } from '../../src/core/log-context.ts';
 import { TIMED_OUT, withDeadline } from '../../src/core/deadline.ts';
 import type { Logger } from '../../src/core/logger.ts';
-import { outboundText, type DeliveryTarget, type OutboundMessage } from '../../src/core/message.ts';
+import type { Attachment, DeliveryTarget, MediaDownload, OutboundMessage } from '../../src/core/message.ts';
 import type { ChannelFactoryContext } from '../types.ts';
 import { checkBotToken, describeSlackError, isSlackAuthError } from './auth.ts';
 import { boltLogger } from './bolt-logger.ts';
@@ -14,6 +14,8 @@ import { BoundedMap } from './bounded-map.ts';
 import { DELIVERY_PROPERTY, SlackHttpReceiver, type DeliveryOutcome, type ReceiverTimers } from './http-receiver.ts';
 import { normalizeSlackEvent, tsOfMessageId, type SlackBotIdentity, type SlackEnvelope, type SlackMessageEvent } from './normalize.ts';
 import { renderSlackChunks } from './render.ts';
+import { fetchSlackMedia } from './media.ts';
+import { imageMessage, outboundParts, type SlackImageBlock } from './send-media.ts';
 import { slackLiveCalls } from './live.ts';
 import { isAlreadyReacted, slackReactionName } from './react.ts';
 import { SlackSocket } from './socket.ts';
@@ -149,24 +151,48 @@ class SlackChannel implements ChannelAdapter {
     return this.sendClient;
   }, (what, call) => this.withRetry(what, call), { teamId: () => this.teamId, logger: () => this.logger });
 
-  /** Renders to mrkdwn and posts each chunk; in channels, into the thread of the message answered. */
+  /**
+   * Renders to mrkdwn and posts each chunk; in channels, into the thread of the message answered. A markdown image
+   * alone on its line goes as an image block in its place; the message's `files` are uploaded after the text
+   * (`files.uploadV2`). Each call is tried again while Slack did not take it.
+   */
   async send(target: DeliveryTarget, message: OutboundMessage): Promise<void> {
     const client = this.app && this.sendClient;
     if (!client) throw new ChannelError('SLACK_NOT_RUNNING', `Slack account "${this.accountId}" is not running; the reply was not sent.`);
     const threadTs = message.threadId ?? target.threadId
       ?? (target.chatType === 'direct' ? undefined : tsOfMessageId(message.replyTo ?? target.replyToId));
-    const chunks = renderSlackChunks(outboundText(message));
-    for (const text of chunks) {
+    const thread = threadTs ? { thread_ts: threadTs } : {};
+    const post = async (what: string, args: { text: string; blocks?: SlackImageBlock[] }) => {
       try {
-        await this.withRetry('chat.postMessage', () => client.chat.postMessage({ channel: target.chatId, text, ...(threadTs ? { thread_ts: threadTs } : {}) }));
+        await this.withRetry('chat.postMessage', () => client.chat.postMessage({ channel: target.chatId, ...args, ...thread }));
       } catch (error) {
-        throw new ChannelError('SLACK_SEND_FAILED', `Slack chat.postMessage to ${target.chatId} failed (${describeSlackError(error)}).`, error);
+        throw new ChannelError('SLACK_SEND_FAILED', `Slack chat.postMessage (${what}) to ${target.chatId} failed (${describeSlackError(error)}).`, error);
       }
+    };
+    // Images alone on their line go as image blocks, in order with the text around them (SPEC §15).
+    let posted = 0;
+    for (const part of outboundParts(message)) {
+      const messages = part.kind === 'image' ? [imageMessage(part)] : renderSlackChunks(part.text).map((text) => ({ text }));
+      for (const args of messages) await post(part.kind, args);
+      posted += messages.length;
     }
-    if (threadTs && target.chatType !== 'direct' && chunks.length) {
+    for (const file of message.files ?? []) {
+      try {
+        await this.withRetry('files.uploadV2', () => client.filesUploadV2({ channel_id: target.chatId, ...thread, file: file.path, filename: file.name }));
+      } catch (error) {
+        throw new ChannelError('SLACK_UPLOAD_FAILED', `Slack files.uploadV2 of ${file.name} to ${target.chatId} failed (${describeSlackError(error)}; the app needs the files:write scope).`, error);
+      }
+      posted++;
+    }
+    if (threadTs && target.chatType !== 'direct' && posted) {
       const key = `${target.chatId}:${threadTs}`;
       this.botThreads.set(key, { lastReply: message.text, seeded: this.botThreads.get(key)?.seeded ?? false });
     }
+  }
+
+  /** Opens a file's bytes from its `url_private` with the bot token, Slack's file host only (SPEC §15; see {@link fetchSlackMedia}). */
+  async fetchMedia(attachment: Attachment, options: { signal: AbortSignal; maxBytes: number }): Promise<MediaDownload> {
+    return fetchSlackMedia(this.account, attachment, options);
   }
 
   /** The ack reaction (`reactions.add`, by name: `👀` is `eyes`); on the message already is not an error. */

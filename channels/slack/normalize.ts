@@ -1,12 +1,22 @@
 import type { Attachment, ChatType, InboundMessage } from '../../src/core/message.ts';
 
-/** A Slack file object, as far as a message listing needs it. */
+/** A Slack file object, as far as a message listing and its download need it. */
 export interface SlackFile {
   id: string;
   name?: string;
   title?: string;
   mimetype?: string;
   size?: number;
+  /** Download URL; needs the bot token (`files:read`). */
+  url_private?: string;
+  url_private_download?: string;
+  /** Images: pixels of the original. */
+  original_w?: number;
+  original_h?: number;
+  /** Audio and video clips recorded in Slack: length in milliseconds. */
+  duration_ms?: number;
+  /** `slack_audio` for a clip recorded in Slack (a voice note). */
+  subtype?: string;
 }
 
 /** The fields of a Slack `message` or `app_mention` event that Switchboard reads. */
@@ -186,15 +196,28 @@ function mentionsUser(text: string, userId: string): boolean {
   return userId !== '' && new RegExp(`<@${escapeRegExp(userId)}${LABEL}`).test(text);
 }
 
+/**
+ * A file of a message as the runtime fetches it: its id, its `url_private` (the only place it is downloaded
+ * from, with the bot token), and what Slack says of it. An audio clip recorded in Slack is a voice note.
+ */
 function fileAttachment(file: SlackFile): Attachment {
   const mimeType = text_(file.mimetype);
   const name = text_(file.name) ?? text_(file.title);
+  const url = text_(file.url_private) ?? text_(file.url_private_download);
+  const type: Attachment['type'] = mimeType?.startsWith('image/') ? 'image'
+    : mimeType?.startsWith('audio/') ? (file.subtype === 'slack_audio' ? 'voice' : 'audio')
+      : mimeType?.startsWith('video/') ? 'video'
+        : 'file';
+  const pixels = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n > 0;
   return {
-    type: mimeType?.startsWith('image/') ? 'image' : 'file',
+    type,
     fileId: file.id,
+    ...(url ? { url } : {}),
     ...(name ? { name } : {}),
     ...(mimeType ? { mimeType } : {}),
-    ...(typeof file.size === 'number' ? { size: file.size } : {}),
+    ...(typeof file.size === 'number' && Number.isFinite(file.size) && file.size >= 0 ? { size: file.size } : {}),
+    ...(pixels(file.original_w) && pixels(file.original_h) ? { width: file.original_w, height: file.original_h } : {}),
+    ...(typeof file.duration_ms === 'number' && Number.isFinite(file.duration_ms) && file.duration_ms >= 0 ? { durationSeconds: file.duration_ms / 1000 } : {}),
   };
 }
 

@@ -1,8 +1,9 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { parseMultipart, streamFile, type ServedFile } from './fake-telegram.ts';
 
 /** Switchboard's own limit for one Slack message (SPEC §10); Slack itself truncates at 40,000. */
 export const SLACK_FAKE_TEXT_LIMIT = 4000;
@@ -87,8 +88,53 @@ export interface FakeSlack {
   nativeStreaming: boolean;
   /** What each message the bot posted or streamed shows now, by ts (`streaming` while its stream is open). */
   shown: Map<string, ShownMessage>;
+  /** Serves a file at its `url_private` on the fake (bot token required); returns the file object for an event's `files`. */
+  addFile(file: FakeSlackFile): Record<string, unknown>;
+  /** `url_private` downloads, in order (with the Authorization header they came with). */
+  readonly downloads: SlackDownload[];
+  /** Files uploaded through `files.getUploadURLExternal` → upload URL → `files.completeUploadExternal`. */
+  readonly uploads: SlackUpload[];
   /** Closes everything (Socket Mode clients gracefully, with a close frame). */
   close(): Promise<void>;
+}
+
+/** A file the fake serves at a `url_private` (SPEC §15 media tests). */
+export interface FakeSlackFile extends ServedFile {
+  name: string;
+  mimetype?: string;
+  /** `size` the file object announces (default the real size). */
+  announcedSize?: number;
+  originalW?: number;
+  originalH?: number;
+  durationMs?: number;
+  /** `slack_audio` for a clip recorded in Slack. */
+  subtype?: string;
+  /** The download is answered with this status (and no file). */
+  status?: number;
+  /** The download is answered 302 to this URL. */
+  redirectTo?: string;
+}
+
+/** One `url_private` download. */
+export interface SlackDownload {
+  path: string;
+  authorization?: string;
+  status: number;
+  bytesSent: number;
+  aborted: boolean;
+}
+
+/** One file uploaded with the files.uploadV2 flow. */
+export interface SlackUpload {
+  fileId: string;
+  filename: string;
+  /** Bytes received at the upload URL (none until then). */
+  size?: number;
+  sha256?: string;
+  /** Set by files.completeUploadExternal. */
+  completed: boolean;
+  channel?: string;
+  threadTs?: string;
 }
 
 /** One message as the fake shows it. */
@@ -101,7 +147,7 @@ export interface ShownMessage {
 }
 
 /** Starts the fake. `identity` defaults to team T1, bot user UBOT, bot id BBOT. */
-export async function startFakeSlack(options: { identity?: Partial<FakeSlackIdentity>; appToken?: string } = {}): Promise<FakeSlack> {
+export async function startFakeSlack(options: { identity?: Partial<FakeSlackIdentity>; appToken?: string; botToken?: string } = {}): Promise<FakeSlack> {
   const identity: FakeSlackIdentity = { userId: 'UBOT', botId: 'BBOT', teamId: 'T1', ...options.identity };
   const events = new EventEmitter();
   events.setMaxListeners(100);
@@ -115,6 +161,10 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
   const acks: string[] = [];
   let revoked: string | undefined;
   const shown = new Map<string, ShownMessage>();
+  const files = new Map<string, FakeSlackFile>();
+  const downloads: SlackDownload[] = [];
+  const uploads: SlackUpload[] = [];
+  let fileCounter = 0;
   const str = (value: unknown) => (typeof value === 'string' ? value : '');
   const tooLong = (text: unknown) => typeof text === 'string' && [...text].length > SLACK_FAKE_TEXT_LIMIT;
   /** The open stream of `b.channel`/`b.ts`, or the error Slack answers (a method missing here: `unknown_method`). */
@@ -172,6 +222,19 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
       const name = users[String(b.user)];
       return name ? { user: { id: b.user, name: name.toLowerCase(), real_name: name, profile: { display_name: name, real_name: name } } } : { ok: false, error: 'user_not_found' };
     },
+    'files.getUploadURLExternal': (b) => {
+      if (!b.filename || !Number(b.length)) return { ok: false, error: 'invalid_arguments' };
+      const fileId = `FUP${++fileCounter}`;
+      uploads.push({ fileId, filename: str(b.filename), completed: false });
+      return { upload_url: `http://127.0.0.1:${port}/upload/v1/${fileId}`, file_id: fileId };
+    },
+    'files.completeUploadExternal': (b) => {
+      const listed = JSON.parse(str(b.files) || '[]') as { id: string; title?: string }[];
+      const found = listed.map((f) => uploads.find((u) => u.fileId === f.id));
+      if (!listed.length || found.some((u) => !u || u.size === undefined)) return { ok: false, error: 'file_not_found' };
+      for (const upload of found) Object.assign(upload!, { completed: true, ...(b.channel_id ? { channel: str(b.channel_id) } : {}), ...(b.thread_ts ? { threadTs: str(b.thread_ts) } : {}) });
+      return { files: listed.map((f) => ({ id: f.id, title: f.title ?? '' })) };
+    },
     'apps.connections.open': (_b, headers) => {
       const auth = String(headers.authorization ?? '');
       if (revoked) return { ok: false, error: revoked };
@@ -183,9 +246,13 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
 
   let resets = 0;
   const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
-    let raw = '';
-    for await (const chunk of req) raw += chunk;
-    const method = new URL(req.url ?? '/', 'http://x').pathname.replace(/^\/api\//, '');
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const pathname = new URL(req.url ?? '/', 'http://x').pathname;
+    if (req.method === 'GET' && pathname.startsWith('/files-pri/')) return serveFile(req, res, pathname);
+    if (req.method === 'POST' && pathname.startsWith('/upload/v1/')) return receiveUpload(req, res, pathname, Buffer.concat(chunks));
+    const raw = Buffer.concat(chunks).toString();
+    const method = pathname.replace(/^\/api\//, '');
     const type = String(req.headers['content-type'] ?? '');
     let body: Record<string, unknown>;
     try {
@@ -218,6 +285,39 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
     }
     events.emit('call', call);
   });
+
+  /** `GET /files-pri/<team>-<id>/<name>`: a registered file, only with the bot token, as Slack serves `url_private`. */
+  async function serveFile(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    const id = /^\/files-pri\/[^/-]+-([^/]+)\//.exec(path)?.[1] ?? '';
+    const file = files.get(id);
+    const authorization = req.headers.authorization;
+    const download: SlackDownload = { path, status: 200, bytesSent: 0, aborted: false, ...(authorization ? { authorization } : {}) };
+    downloads.push(download);
+    const authorized = options.botToken ? authorization === `Bearer ${options.botToken}` : /^Bearer xoxb-/.test(authorization ?? '');
+    const fail = (status: number) => { download.status = status; res.writeHead(status, { 'content-type': 'text/plain' }).end('no'); };
+    if (!authorized) return fail(401);
+    if (!file) return fail(404);
+    if (file.status) return fail(file.status);
+    if (file.redirectTo) {
+      download.status = 302;
+      res.writeHead(302, { location: file.redirectTo }).end();
+      return;
+    }
+    await streamFile(req, res, { ...file, contentType: file.contentType ?? file.mimetype }, download);
+  }
+
+  /** `POST /upload/v1/<file id>`: the bytes of a files.uploadV2 upload (multipart, or the raw body). */
+  function receiveUpload(req: IncomingMessage, res: ServerResponse, path: string, body: Buffer): void {
+    const upload = uploads.find((u) => u.fileId === path.slice('/upload/v1/'.length));
+    if (!upload) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('unknown upload');
+      return;
+    }
+    const type = String(req.headers['content-type'] ?? '');
+    const bytes = type.startsWith('multipart/form-data') ? parseMultipart(body, type).files[0]?.bytes ?? Buffer.alloc(0) : body;
+    Object.assign(upload, { size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') });
+    res.writeHead(200, { 'content-type': 'text/plain' }).end(`OK - ${bytes.length}`);
+  }
 
   const wss = new WebSocketServer({ noServer: true });
   server.on('upgrade', (req, socket, head) => {
@@ -253,6 +353,20 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
   });
 
   const fake: FakeSlack = {
+    downloads,
+    uploads,
+    addFile(file) {
+      const id = `F${String(++fileCounter).padStart(8, '0')}`;
+      files.set(id, file);
+      const url = `http://127.0.0.1:${port}/files-pri/${identity.teamId}-${id}/${encodeURIComponent(file.name)}`;
+      return {
+        id, name: file.name, title: file.name, size: file.announcedSize ?? file.bytes.length, url_private: url, url_private_download: `${url}?download=1`,
+        ...(file.mimetype ? { mimetype: file.mimetype } : {}),
+        ...(file.originalW && file.originalH ? { original_w: file.originalW, original_h: file.originalH } : {}),
+        ...(file.durationMs !== undefined ? { duration_ms: file.durationMs } : {}),
+        ...(file.subtype ? { subtype: file.subtype } : {}),
+      };
+    },
     get resets() { return resets; },
     down: false,
     revokeAppToken(error = 'token_revoked') { revoked = error; },
