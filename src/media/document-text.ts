@@ -1,7 +1,7 @@
 import { pdfText } from './pdf-text.ts';
 import { baseMime, isTextLike, sniffMime } from './sniff.ts';
 
-export { closePdfWorkers } from './pdf-text.ts';
+export { closePdfWorkers, pdfWorkerStats } from './pdf-text.ts';
 
 /** The text of a document, to inline for the model (SPEC §15). */
 export interface DocumentText {

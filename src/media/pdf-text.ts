@@ -200,6 +200,11 @@ async function copyInSteps(bytes: Uint8Array): Promise<Uint8Array> {
   return copy;
 }
 
+/** The PDF workers running now, and how many of them read a PDF (for status pages and tests). */
+export function pdfWorkerStats(): { workers: number; busy: number; queued: number } {
+  return { workers: slots.size, busy: [...slots].filter((s) => s.job).length, queued: queue.length };
+}
+
 /** Terminates the PDF workers (idle ones also go by themselves; they never keep the process alive). */
 export async function closePdfWorkers(): Promise<void> {
   const all = [...slots];

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { MediaFetchError } from '../../src/core/errors.ts';
-import { closePdfWorkers, documentText } from '../../src/media/document-text.ts';
+import { closePdfWorkers, documentText, pdfWorkerStats } from '../../src/media/document-text.ts';
 import { hugePdf, makePdf } from './pdf-fixtures.ts';
 import { stallProbe } from './stall-probe.ts';
 
@@ -35,6 +35,8 @@ describe('documentText: text files', () => {
   it('refuses binary data named .txt, and files that are neither text nor PDF', async () => {
     const binary = Buffer.from([0x01, 0x02, 0x00, 0x00, 0x7f, 0x45, 0x4c, 0x46, 0x00, 0x10]);
     expect(await documentText(binary, { mime: 'text/plain', name: 'notes.txt', maxChars: 100 })).toBeUndefined();
+    // One NUL in otherwise plain text: binary (a text file has none).
+    expect(await documentText(Buffer.from(`${'plain words '.repeat(50)}\0${'more words '.repeat(50)}`), { mime: 'text/plain', name: 'a.txt', maxChars: 10_000 })).toBeUndefined();
     const controls = Buffer.from(Array.from({ length: 200 }, (_, i) => (i % 3 === 0 ? 0x01 : 0x41)));
     expect(await documentText(controls, { mime: 'text/plain', name: 'x.txt', maxChars: 100 })).toBeUndefined();
     // A PNG with a .txt name: the bytes say what it is.
@@ -79,6 +81,7 @@ describe('documentText: PDF (pdf.js in a worker thread)', () => {
   it('terminates a PDF that takes too long at timeoutMs, and the event loop stays free meanwhile', { timeout: 60_000, retry: 2 }, async () => {
     await documentText(makePdf(['warm']), { mime: 'application/pdf', maxChars: 100 }); // a started worker
     const huge = hugePdf(400_000); // a 14 MB content stream
+    const workers = pdfWorkerStats().workers;
     const probe = await stallProbe().settled();
     const started = performance.now();
     const error = await rejection(documentText(huge, { mime: 'application/pdf', maxChars: 1_000_000_000, timeoutMs: 300 }));
@@ -89,6 +92,8 @@ describe('documentText: PDF (pdf.js in a worker thread)', () => {
     expect((error as MediaFetchError).reason).toBe('timeout');
     expect(elapsed).toBeLessThan(3000);
     expect(stall).toBeLessThan(50);
+    // The worker that was stuck on it is gone, not left reading.
+    expect(pdfWorkerStats()).toEqual({ workers: workers - 1, busy: 0, queued: 0 });
     // The pool goes on after a terminated worker.
     expect((await documentText(makePdf(['after']), { mime: 'application/pdf', maxChars: 100 }))?.text).toBe('after');
   });
@@ -98,5 +103,6 @@ describe('documentText: PDF (pdf.js in a worker thread)', () => {
     const pending = documentText(hugePdf(400_000), { mime: 'application/pdf', maxChars: 1_000_000_000, signal: controller.signal });
     setTimeout(() => controller.abort(new Error('the turn was stopped')), 50);
     await expect(pending).rejects.toThrow('the turn was stopped');
+    expect(pdfWorkerStats()).toMatchObject({ busy: 0, queued: 0 });
   }, 30_000);
 });
