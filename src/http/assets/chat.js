@@ -21,6 +21,8 @@ let reloadHistory = false;
 let live;
 /** Files attached to the next message: `{ name, mime, size, dataBase64, thumb? }`. */
 let pending = [];
+/** Settles when the files being read are attached (a message sent meanwhile waits for them). */
+let attaching = Promise.resolve();
 
 const userName = () => $('chat-user').value.trim() || 'web';
 const chatShown = () => !$('view-chat').hidden;
@@ -81,15 +83,18 @@ function readFile(file) {
   });
 }
 
-async function attach(files) {
-  for (const file of files) {
-    try {
-      pending.push(await readFile(file));
-    } catch (e) {
-      $('chat-log').append(h('li', { class: 'msg error', role: 'alert', 'data-role': 'notice', text: `Could not attach ${file.name}: ${e.message}` }));
+function attach(files) {
+  attaching = attaching.then(async () => {
+    for (const file of files) {
+      try {
+        pending.push(await readFile(file));
+      } catch (e) {
+        $('chat-log').append(h('li', { class: 'msg error', role: 'alert', 'data-role': 'notice', text: `Could not attach ${file.name}: ${e.message}` }));
+      }
     }
-  }
-  showPending();
+    showPending();
+  });
+  return attaching;
 }
 
 /** The files waiting to be sent, each with a button that takes it off. */
@@ -230,6 +235,8 @@ async function* events(response) {
 }
 
 async function send() {
+  if (busy) return;
+  await attaching;
   const text = $('chat-text').value.trim();
   if ((!text && !pending.length) || busy || !checkName()) return;
   busy = true;
