@@ -160,7 +160,8 @@ function leadingCommand(text: string, entities: readonly MessageEntity[]): { nam
 function attachmentsOf(message: Message): Attachment[] {
   const out: Attachment[] = [];
   const largest = message.photo?.at(-1);
-  if (largest) out.push({ type: 'photo', fileId: largest.file_id, ...size(largest.file_size), ...dimensions(largest) });
+  // Telegram stores photos as JPEG (it re-encodes what it is sent).
+  if (largest) out.push({ type: 'photo', fileId: largest.file_id, mimeType: 'image/jpeg', ...size(largest.file_size), ...dimensions(largest) });
   if (message.animation) {
     const a = message.animation;
     out.push({ type: 'video', fileId: a.file_id, ...opt('name', a.file_name), ...opt('mimeType', a.mime_type), ...size(a.file_size), ...duration(a.duration), ...dimensions(a) });

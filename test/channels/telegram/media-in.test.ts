@@ -67,7 +67,7 @@ describe('Telegram media in (SPEC §15): normalized through grammy, fetched with
       ],
     }));
     expect(message.text).toBe('my cat');
-    expect(message.attachments).toStrictEqual([{ type: 'photo', fileId: 'large', size: 98_765, width: 1280, height: 853 }]);
+    expect(message.attachments).toStrictEqual([{ type: 'photo', fileId: 'large', mimeType: 'image/jpeg', size: 98_765, width: 1280, height: 853 }]);
   });
 
   it('a voice note carries its duration and mime type; a document its name; several media in one message are all listed', async () => {
@@ -85,7 +85,7 @@ describe('Telegram media in (SPEC §15): normalized through grammy, fetched with
       video_note: { file_id: 'n1', file_unique_id: 'n', length: 240, duration: 9, file_size: 50 },
     }));
     expect(several.attachments).toStrictEqual([
-      { type: 'photo', fileId: 'p1', size: 30, width: 10, height: 20 },
+      { type: 'photo', fileId: 'p1', mimeType: 'image/jpeg', size: 30, width: 10, height: 20 },
       { type: 'audio', fileId: 'a1', name: 'Song', mimeType: 'audio/mpeg', size: 40, durationSeconds: 200 },
       { type: 'video', fileId: 'n1', mimeType: 'video/mp4', size: 50, durationSeconds: 9, width: 240, height: 240 },
     ]);

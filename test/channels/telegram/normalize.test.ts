@@ -84,7 +84,7 @@ describe('normalizeUpdate (Telegram update → InboundMessage)', () => {
     });
     expect(m.text).toBe('see attached');
     expect(m.attachments).toEqual([
-      { type: 'photo', fileId: 'p-big', size: 900, width: 9, height: 9 },
+      { type: 'photo', fileId: 'p-big', mimeType: 'image/jpeg', size: 900, width: 9, height: 9 },
       { type: 'document', fileId: 'doc-1', name: 'report.pdf', mimeType: 'application/pdf', size: 12345 },
       { type: 'voice', fileId: 'voice-1', mimeType: 'audio/ogg', size: 4567, durationSeconds: 3 },
     ]);
@@ -240,7 +240,7 @@ describe('normalizeUpdate: entities, commands, replies and media', () => {
       },
     });
     expect(m.attachments).toStrictEqual([
-      { type: 'photo', fileId: 'p30', size: 30, width: 30, height: 30 },
+      { type: 'photo', fileId: 'p30', mimeType: 'image/jpeg', size: 30, width: 30, height: 30 },
       { type: 'video', fileId: 'anim', name: 'cat.mp4', mimeType: 'video/mp4', size: 5, durationSeconds: 1, width: 1, height: 1 },
       { type: 'audio', fileId: 'song', name: 'Song', mimeType: 'audio/mpeg', durationSeconds: 60 },
       { type: 'video', fileId: 'vid', name: 'clip.mov', mimeType: 'video/quicktime', size: 7, durationSeconds: 2, width: 1, height: 1 },
