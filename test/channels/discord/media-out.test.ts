@@ -8,6 +8,7 @@ import { ManualClock } from '../../../src/core/clock.ts';
 import { silentLogger } from '../../../src/core/logger.ts';
 import type { DeliveryTarget } from '../../../src/core/message.ts';
 import { startFakeDiscord, type FakeDiscord } from '../../fakes/fake-discord.ts';
+import { FakeLeases, fakeCluster, MemoryWatermarks } from '../../fakes/fake-leases.ts';
 import { tempDir } from '../../helpers/gateway.ts';
 import { until } from '../../helpers/wait.ts';
 import { alice, ids } from './setup.ts';
@@ -80,5 +81,25 @@ describe('Discord media out (SPEC §15): image lines as embeds, files as attachm
     const posts = discord.posts(ids.dm);
     expect(posts[0]!.body?.message_reference).toMatchObject({ message_id: '1300000000000000999' });
     expect(posts[1]!.body?.message_reference).toBeUndefined();
+  });
+
+  it('cluster mode (replies over REST): the same order, the embed, and the file as a multipart upload', async () => {
+    const png = randomBytes(3000);
+    writeFileSync(path.join(tmp.dir, 'pic.png'), png);
+    const rest = createDiscordChannel({
+      account: { accountId: 'default', enabled: true, token: discord.token, apiBase: discord.api, dmPolicy: 'open', allowFrom: [], groupPolicy: 'open', groups: [], requireMention: true },
+      clock: new ManualClock(), logger: silentLogger(), stateDir: '/nonexistent', cluster: fakeCluster(new FakeLeases(), 'replica-b', new MemoryWatermarks()),
+    });
+    await rest.start(async () => accepted());
+    try {
+      const before = discord.posts(ids.dm).length;
+      await rest.send(dm, { text: 'Here:\n![chart](https://example.com/c.png)', files: [{ path: path.join(tmp.dir, 'pic.png'), name: 'pic.png', mime: 'image/png', size: png.length }] });
+      const posts = discord.posts(ids.dm).slice(before);
+      expect(posts.map((p) => [p.body?.content ?? null, (p.body?.embeds as { image: { url: string } }[] | undefined)?.[0]?.image.url ?? null, p.files?.[0]?.filename ?? null]))
+        .toEqual([['Here:', null, null], [null, 'https://example.com/c.png', null], [null, null, 'pic.png']]);
+      expect(posts[2]!.files![0]).toMatchObject({ size: png.length, sha256: sha(png) });
+    } finally {
+      await rest.stop();
+    }
   });
 });
