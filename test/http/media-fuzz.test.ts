@@ -35,15 +35,22 @@ const url = fc.oneof(
   fc.constantFrom('javascript:alert(1)', 'data:', 'https://', '//host/x.png', 'HTTPS://EXAMPLE.COM/A.PNG', 'data:image/png;base64,'),
   fc.string({ maxLength: 40 }),
 );
+const goodUrl = fc.oneof(
+  { weight: 3, arbitrary: fc.tuple(fc.constantFrom('image/png', 'image/jpeg', 'image/svg+xml'), base64).map(([m, d]) => `data:${m};base64,${d}`) },
+  { weight: 1, arbitrary: fc.webUrl({ validSchemes: ['https'], withQueryParameters: true }) },
+);
 const part = fc.oneof(
-  { weight: 20, arbitrary: fc.record({ type: fc.constant('image_url'), image_url: fc.record({ url }) }) },
+  { weight: 20, arbitrary: fc.record({ type: fc.constant('image_url'), image_url: fc.oneof(fc.record({ url: goodUrl }), goodUrl) }) },
   { weight: 12, arbitrary: fc.record({ type: fc.constant('text'), text: rarelyBad(text, anything) }, { requiredKeys: ['type'] }) },
+  { weight: 1, arbitrary: fc.record({ type: fc.constant('image_url'), image_url: fc.record({ url }) }) },
   { weight: 1, arbitrary: fc.record({ type: fc.constantFrom('image_url', 'input_image'), image_url: fc.oneof(url, fc.record({ url: fc.oneof(url, anything), detail: fc.oneof(fc.constantFrom('low', 'high'), anything) }, { requiredKeys: [] }), anything) }, { requiredKeys: ['type'] }) },
   { weight: 1, arbitrary: anything },
 );
+const earlier = fc.record({ role: rarelyBad(fc.constantFrom('user', 'assistant', 'system'), anything), content: mostly(text, fc.oneof(fc.array(part, { maxLength: 4 }), anything)) }, { requiredKeys: ['role'] });
+const last = fc.record({ role: fc.constant('user'), content: mostly(fc.array(part, { minLength: 1, maxLength: 6 }), fc.oneof(text, anything)) });
 const openaiBody = fc.record({
   model: rarelyBad(fc.constantFrom('main', undefined), anything),
-  messages: mostly(fc.array(fc.record({ role: rarelyBad(fc.constantFrom('user', 'user', 'assistant', 'system'), anything), content: mostly(fc.array(part, { maxLength: 12 }), fc.oneof(text, anything)) }, { requiredKeys: ['role'] }), { minLength: 1, maxLength: 3 }).map((ms) => [...ms, { role: 'user', content: ms.at(-1)?.content }]), anything),
+  messages: mostly(fc.tuple(fc.array(earlier, { maxLength: 3 }), last).map(([before, final]) => [...before, final]), anything),
   stream: rarelyBad(fc.constantFrom(false, true, undefined), anything),
 }, { requiredKeys: [] });
 
