@@ -94,4 +94,20 @@ describe('Telegram media out (SPEC §15): image lines as photos, files as upload
     expect(uploads).toHaveLength(1);
     expect((uploads[0]!.body.files as UploadedPart[])[0]).toMatchObject({ filename: 'notes.txt', sha256: sha(pdf) });
   });
+
+  it('an image of 10 MB or more, or one Telegram refuses as a photo, goes as a document', async () => {
+    const png = randomBytes(2048);
+    writeFileSync(path.join(tmp.dir, 'huge.png'), png);
+    writeFileSync(path.join(tmp.dir, 'odd.png'), png);
+    telegram.failNext('sendPhoto', { error_code: 400, description: 'Bad Request: PHOTO_INVALID_DIMENSIONS' });
+    await channel!.send(dmTarget, {
+      text: '',
+      files: [
+        { path: path.join(tmp.dir, 'odd.png'), name: 'odd.png', mime: 'image/png', size: png.length },
+        { path: path.join(tmp.dir, 'huge.png'), name: 'huge.png', mime: 'image/png', size: 10 * 1024 * 1024 },
+      ],
+    });
+    expect(telegram.calls.filter((c) => c.method === 'sendPhoto' || c.method === 'sendDocument').map((c) => [c.method, c.response.ok, (c.body.files as UploadedPart[])[0]?.filename]))
+      .toEqual([['sendPhoto', false, 'odd.png'], ['sendDocument', true, 'odd.png'], ['sendDocument', true, 'huge.png']]);
+  });
 });
