@@ -3,7 +3,7 @@ import { Bot, BotError, GrammyError, webhookCallback } from 'grammy';
 import type { Update, UserFromGetMe } from 'grammy/types';
 import type { TelegramAccountConfig } from '../../src/config/resolved.ts';
 import type { ChannelAdapter, ChannelStatus, HttpRoute, InboundSink } from '../../src/core/channel-adapter.ts';
-import { ChannelError, ShuttingDownError } from '../../src/core/errors.ts';
+import { ChannelError, MediaFetchError, ShuttingDownError } from '../../src/core/errors.ts';
 import { runWithLogContext } from '../../src/core/log-context.ts';
 import type { Logger } from '../../src/core/logger.ts';
 import type { Attachment, DeliveryTarget, InboundMessage, MediaDownload, OutboundMessage } from '../../src/core/message.ts';
@@ -151,7 +151,8 @@ class TelegramChannel implements ChannelAdapter {
 
   /** Opens an attachment's bytes: getFile, then the file URL (SPEC §15; see {@link fetchTelegramMedia}). */
   async fetchMedia(attachment: Attachment, options: { signal: AbortSignal; maxBytes: number }): Promise<MediaDownload> {
-    return fetchTelegramMedia(this.api(), this.options.account, attachment, options);
+    if (!this.bot) throw new MediaFetchError('download_failed', `The Telegram channel (account ${this.accountId}) is not running; the file was not fetched.`);
+    return fetchTelegramMedia(this.bot.api, this.options.account, attachment, options);
   }
 
   async typing(target: DeliveryTarget): Promise<void> {
