@@ -26,6 +26,8 @@ import type { TypingTimers } from './gateway/typing-loop.ts';
 import { mountAdminRoutes } from './http/admin-routes.ts';
 import { mountCliRoutes } from './http/cli-routes.ts';
 import { mountWebchatRoutes } from './http/webchat-routes.ts';
+import { mountMediaRoutes } from './http/media-routes.ts';
+import { mediaBodyLimits } from './http/media-upload.ts';
 import { mountPairingRoutes } from './http/pairing-routes.ts';
 import { mountRunRoutes } from './http/run-routes.ts';
 import { resumeInterruptedRuns } from './gateway/resume.ts';
@@ -47,7 +49,8 @@ import { pairingAdmin } from './routing/pairing-admin.ts';
 import { SessionManager } from './sessions/manager.ts';
 import { expiresAt } from './sessions/reset.ts';
 import type { KeyvSessionStore } from './sessions/store.ts';
-import { openPairingStore, openSessionStore } from './stores.ts';
+import { openMediaStore, openPairingStore, openSessionStore } from './stores.ts';
+import { MediaIntake } from './agent/media-intake.ts';
 import { AgentTranscriptStores } from './sessions/agent-transcripts.ts';
 import { isClusterStore } from './cluster/pg-database.ts';
 import { openClusterMode, type ClusterMode } from './cluster/cluster-mode.ts';
@@ -56,7 +59,7 @@ import { PgGroupContext } from './cluster/pg-group-context.ts';
 import { PgLedgerSink } from './cluster/pg-ledger-sink.ts';
 import { PgChannelWatermarks } from './cluster/channel-watermarks.ts';
 import { PgChannelLeases } from './cluster/leader-lease.ts';
-import { withDeadline } from './core/deadline.ts';
+import { withDeadline, type DeadlineTimers } from './core/deadline.ts';
 
 /** Where transcripts live: JSONL files per agent on one machine, the shared database in a cluster. */
 export type Transcripts = AgentTranscriptStores | PgTranscriptStore;
@@ -90,6 +93,8 @@ export interface StartOptions {
   typingTimers?: TypingTimers;
   /** Timers of the queue mode `collect` debounce (tests fire them themselves). */
   queueTimers?: QueueTimers;
+  /** Timers of media download deadlines (tests fire them themselves). */
+  mediaTimers?: DeadlineTimers;
   /** Re-keying at start (tests): `afterStep` is called after each step, so a test can crash it half-way. */
   rekeyHooks?: Pick<RekeyDeps, 'afterStep'>;
 }
@@ -196,7 +201,14 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     sink: () => gateway.sink, history: (entry) => transcripts.read(entry.sessionId), timeout: options.toolTimeout,
     arrivalTimeout: options.mcpWaitTimeout,
   });
-  runtime = new AgentRuntime({ config, sessions, transcripts, providers, clock, logger, tools });
+  const mediaStore = openMediaStore({ stateDir: config.stateDir, logger, pool: cluster?.pool });
+  opened.push(() => mediaStore.close?.());
+  const media = new MediaIntake({
+    config, store: mediaStore, now: () => clock.now(), ...(options.mediaTimers ? { timers: options.mediaTimers } : {}),
+    fetch: (message, attachment, fetchOptions) => gateway.adapterFor(message.channel, message.accountId)?.fetchMedia?.(attachment, fetchOptions),
+    transcriberOf: (agent) => providers.get(config.media.transcription.provider ?? agent.providerId),
+  });
+  runtime = new AgentRuntime({ config, sessions, transcripts, providers, clock, logger, tools, media, mediaStore });
   // Re-keying moves transcript files; in a cluster the conversations keep their keys (see docs/architecture.md).
   opened.push(() => transcripts.close());
   if (transcripts instanceof AgentTranscriptStores) await rekeyIfRoutingChanged(config, store, transcripts, logger, clock.now(), options.rekeyHooks);
@@ -207,7 +219,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   const pending = inbox?.open() ?? [];
   const pairing = openPairingStore(config.store, { clock, pool: cluster?.pool });
   opened.push(() => pairing.close());
-  gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, typingTimers: options.typingTimers, queueTimers: options.queueTimers, ...(cluster ? {
+  gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, mediaStore, typingTimers: options.typingTimers, queueTimers: options.queueTimers, ...(cluster ? {
     queue: cluster.queue, onStop: (key: string) => cluster.broadcastStop(key),
     sharedGroupContext: new PgGroupContext({ pool: cluster.pool, limit: config.session.groupContextLimit }),
   } : {}) });
@@ -298,6 +310,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   const app = createHttpApp({
     authToken: config.gateway.authToken,
     maxBodyBytes: config.gateway.maxBodyBytes,
+    bodyLimits: mediaBodyLimits(config.gateway.maxBodyBytes, config.media),
     host: config.gateway.host,
     allowedHosts: config.gateway.allowedHosts,
     browserAuth: (c) => dashboardAuth.verdict(c),
@@ -308,13 +321,14 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)), budgetOf: (entry) => runtime.agentFor(entry.agentId).tokenBudget }),
       mountOpenAIRoutes({
         config, sink: gateway.sink, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing,
-        flushLedger: () => accounting.flush(), authToken: config.gateway.authToken,
+        flushLedger: () => accounting.flush(), authToken: config.gateway.authToken, media: mediaStore, mediaConfig: config.media,
       }),
       mountCliRoutes({ sink: gateway.sink, clock }),
       ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({
         channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())), sessionExists: async (key) => (await sessions.get(key)) !== undefined,
-        authToken: config.gateway.authToken,
+        authToken: config.gateway.authToken, media: mediaStore, mediaConfig: config.media,
       })),
+      mountMediaRoutes({ media: mediaStore }),
       mountPairingRoutes(pairingAdmin(pairing, config), logger),
       mountReadyRoute(ready),
       mountRunRoutes({ runs: () => allSessions(store, sessions), lanes: gateway.lanes, stop: (key) => runtime.stopByKey(key) }),
@@ -372,7 +386,13 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       .catch((err: unknown) => logger.warn({ err }, 'could not delete old ledger rows'));
   };
   pruneLedger();
-  const pruneTimer = setInterval(() => { void prune(); pruneLedger(); }, 6 * 3_600_000);
+  // Media past `media.retentionDays`, then the oldest over `media.maxStoreBytes` (SPEC §15); never waited on at start.
+  const sweepMedia = () => void mediaStore.sweep({ now: clock.now(), retentionMs: config.media.retentionDays * 86_400_000, maxBytes: config.media.maxStoreBytes })
+    .then((swept) => { if (swept.removed) logger.info(swept, 'deleted expired or over-quota media'); })
+    .catch((err: unknown) => logger.warn({ err }, 'media sweep failed'));
+  const sweepSoon = setTimeout(sweepMedia, 60_000);
+  sweepSoon.unref();
+  const pruneTimer = setInterval(() => { void prune(); pruneLedger(); sweepMedia(); }, 6 * 3_600_000);
   pruneTimer.unref();
   // The tokenizer tables take ~0.4 s each to load: load them just after start-up rather than in the first turn.
   setTimeout(() => preloadTokenizers(config.agents.map((a) => a.model)), 250).unref();
@@ -393,9 +413,11 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       live.close();
       if (server) await closeGracefully(server);
       clearInterval(pruneTimer);
+      clearTimeout(sweepSoon);
       await accounting.close();
       await sessions.flush();
       await transcripts.close();
+      await mediaStore.close?.();
       await inbox?.close();
       await pairing.close().catch(() => undefined);
       await store.close();

@@ -2,6 +2,11 @@ import type pg from 'pg';
 import { isClusterStore } from './cluster/pg-database.ts';
 import { pgPairingState } from './cluster/pg-pairing.ts';
 import { openPgSessionStore } from './cluster/pg-session-store.ts';
+import { PgMediaStore } from './cluster/pg-media-store.ts';
+import path from 'node:path';
+import type { Logger } from './core/logger.ts';
+import { FileMediaStore } from './media/file-media-store.ts';
+import type { MediaStore } from './media/media-store.ts';
 import type { Clock } from './core/clock.ts';
 import { PairingStore } from './routing/pairing.ts';
 import { KeyvSessionStore } from './sessions/store.ts';
@@ -28,4 +33,11 @@ export function openPairingStore(uri: string, options: StoreOptions & { clock: C
   return isClusterStore(uri)
     ? new PairingStore({ clock: options.clock, shared: pgPairingState({ uri, pool: options.pool }) })
     : new PairingStore({ uri, clock: options.clock });
+}
+
+/** The media store (SPEC §15): cluster mode's `sb_media` table on the shared pool, else files under `stateDir/media`. */
+export function openMediaStore(options: { stateDir: string; logger: Logger; pool?: pg.Pool }): MediaStore {
+  return options.pool
+    ? new PgMediaStore({ pool: options.pool, logger: options.logger })
+    : new FileMediaStore({ dir: path.join(options.stateDir, 'media'), logger: options.logger });
 }

@@ -50,9 +50,13 @@ export function mediaBodyLimit(maxBodyBytes: number, maxBytes: number, maxAttach
   return maxBodyBytes + JSON_ALLOWANCE + Math.ceil((maxBytes * maxAttachments) / 3) * 4;
 }
 
-/** `createHttpApp`'s `bodyLimits` for the routes that take media: `/webchat/messages` and `/v1/chat/completions`. */
+/**
+ * `createHttpApp`'s `bodyLimits` for the routes that take media: `/webchat/messages` and `/v1/chat/completions`.
+ * The attachments of one message together stay within `media.maxBytes`: a JSON body is parsed in one piece on the
+ * event loop (some 200 ms for 27 MB), so ten files of the maximum size in one body would stall every chat for seconds.
+ */
 export function mediaBodyLimits(maxBodyBytes: number, media: Pick<MediaConfig, 'maxBytes'>): Record<string, number> {
-  const limit = mediaBodyLimit(maxBodyBytes, media.maxBytes);
+  const limit = mediaBodyLimit(maxBodyBytes, media.maxBytes, 1);
   return { '/webchat/messages': limit, '/v1/chat/completions': limit };
 }
 

@@ -33,12 +33,15 @@ export async function startTestGateway(options: {
   pollBackoff?: { baseMs?: number; maxMs?: number };
   /** Timers of the queue mode `collect` debounce. */
   queueTimers?: StartOptions['queueTimers'];
+  /** Timers of media download deadlines. */
+  mediaTimers?: StartOptions['mediaTimers'];
 }): Promise<RunningGateway> {
   const config = testConfig(options.dir, options.config, options.env);
   const gw = await startGateway({
     config, clock: options.clock, logger: options.logger ?? silentLogger(), adapters: options.adapters,
     ...(options.pollBackoff ? { pollBackoff: options.pollBackoff } : {}),
     ...(options.queueTimers ? { queueTimers: options.queueTimers } : {}),
+    ...(options.mediaTimers ? { mediaTimers: options.mediaTimers } : {}),
   });
   // Channels connect in the background; tests start from the outcome of each channel's first attempt.
   await gw.supervisor.firstAttempts();
