@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { App, webApi, type AllMiddlewareArgs, type Logger as BoltLogger } from '@slack/bolt';
 import type { SlackAccountConfig } from '../../src/config/resolved.ts';
 import type { ChannelAdapter, ChannelStatus, HttpRoute, InboundSink } from '../../src/core/channel-adapter.ts';
-import { ChannelError, type SwitchboardError } from '../../src/core/errors.ts';
+import { ChannelError, MediaFetchError, type SwitchboardError } from '../../src/core/errors.ts';
 import { runWithLogContext } from '../../src/core/log-context.ts';
 import { TIMED_OUT, withDeadline } from '../../src/core/deadline.ts';
 import type { Logger } from '../../src/core/logger.ts';
@@ -192,7 +192,12 @@ class SlackChannel implements ChannelAdapter {
 
   /** Opens a file's bytes from its `url_private` with the bot token, Slack's file host only (SPEC §15; see {@link fetchSlackMedia}). */
   async fetchMedia(attachment: Attachment, options: { signal: AbortSignal; maxBytes: number }): Promise<MediaDownload> {
-    return fetchSlackMedia(this.account, attachment, options);
+    // A file shared from another workspace comes without its URL (`file_access: check_file_info`): files.info has it.
+    const url = attachment.url ?? await this.sendClient.files.info({ file: attachment.fileId }).then(
+      (r) => (typeof r.file?.url_private === 'string' ? r.file.url_private : undefined),
+      (error: unknown) => { throw new MediaFetchError('download_failed', `Slack files.info for ${attachment.fileId} failed (${describeSlackError(error)}).`); },
+    );
+    return fetchSlackMedia(this.account, { ...attachment, ...(url ? { url } : {}) }, options);
   }
 
   /** The ack reaction (`reactions.add`, by name: `👀` is `eyes`); on the message already is not an error. */

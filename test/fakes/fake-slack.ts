@@ -162,6 +162,8 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
   let revoked: string | undefined;
   const shown = new Map<string, ShownMessage>();
   const files = new Map<string, FakeSlackFile>();
+  /** The file objects handed out, for files.info. */
+  const fileObjects = new Map<string, Record<string, unknown>>();
   const downloads: SlackDownload[] = [];
   const uploads: SlackUpload[] = [];
   let fileCounter = 0;
@@ -221,6 +223,10 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
     'users.info': (b) => {
       const name = users[String(b.user)];
       return name ? { user: { id: b.user, name: name.toLowerCase(), real_name: name, profile: { display_name: name, real_name: name } } } : { ok: false, error: 'user_not_found' };
+    },
+    'files.info': (b) => {
+      const file = fileObjects.get(str(b.file));
+      return file ? { file } : { ok: false, error: 'file_not_found' };
     },
     'files.getUploadURLExternal': (b) => {
       if (!b.filename || !Number(b.length)) return { ok: false, error: 'invalid_arguments' };
@@ -359,13 +365,15 @@ export async function startFakeSlack(options: { identity?: Partial<FakeSlackIden
       const id = `F${String(++fileCounter).padStart(8, '0')}`;
       files.set(id, file);
       const url = `http://127.0.0.1:${port}/files-pri/${identity.teamId}-${id}/${encodeURIComponent(file.name)}`;
-      return {
+      const object = {
         id, name: file.name, title: file.name, size: file.announcedSize ?? file.bytes.length, url_private: url, url_private_download: `${url}?download=1`,
         ...(file.mimetype ? { mimetype: file.mimetype } : {}),
         ...(file.originalW && file.originalH ? { original_w: file.originalW, original_h: file.originalH } : {}),
         ...(file.durationMs !== undefined ? { duration_ms: file.durationMs } : {}),
         ...(file.subtype ? { subtype: file.subtype } : {}),
       };
+      fileObjects.set(id, object);
+      return object;
     },
     get resets() { return resets; },
     down: false,

@@ -80,6 +80,16 @@ describe('Slack media in (SPEC §15): files normalized through bolt, fetched fro
     expect(slack.downloads).toMatchObject([{ status: 200, authorization: `Bearer ${BOT_TOKEN}`, bytesSent: bytes.length }]);
   });
 
+  it('a file shared from another workspace (no url_private in the event) is found with files.info', async () => {
+    const bytes = randomBytes(5000);
+    const { url_private: _url, url_private_download: _download, ...file } = slack.addFile({ name: 'shared.txt', bytes, mimetype: 'text/plain' });
+    const message = await receive('', [{ ...file, file_access: 'check_file_info' }]);
+    expect(message.attachments[0]!.url).toBeUndefined();
+    const download = await adapter.fetchMedia!(message.attachments[0]!, open());
+    expect(sha(await drain(download))).toBe(sha(bytes));
+    expect(slack.callsOf('files.info').map((c) => c.body.file)).toEqual([file.id]);
+  });
+
   it('refuses an announced oversize without downloading; 404 and 500 are download_failed', async () => {
     const big = slack.addFile({ name: 'big.bin', bytes: randomBytes(10), announcedSize: 9_000_000 });
     const refused = await adapter.fetchMedia!({ type: 'file', fileId: String(big.id), url: String(big.url_private), size: Number(big.size) }, open()).catch((e: unknown) => e);
