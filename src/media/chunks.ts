@@ -1,11 +1,26 @@
+/** Largest piece handed on: hashing or copying a bigger one at once holds the event loop too long. */
+export const MAX_PIECE = 256 * 1024;
+
+function* split(chunk: Uint8Array): Generator<Uint8Array> {
+  if (chunk.length <= MAX_PIECE) {
+    yield chunk;
+    return;
+  }
+  for (let offset = 0; offset < chunk.length; offset += MAX_PIECE) yield chunk.subarray(offset, offset + MAX_PIECE);
+}
+
 /**
- * The chunks of `body` (a single buffer is one chunk), ending with the signal's reason as soon as it aborts,
- * even while the body waits for its next chunk. An early exit returns the body's iterator (releasing its socket).
+ * The chunks of `body` in pieces of at most {@link MAX_PIECE} bytes (a single buffer is cut the same way), ending
+ * with the signal's reason as soon as it aborts, even while the body waits for its next chunk. An early exit
+ * returns the body's iterator (releasing its socket).
  */
 export async function* abortableChunks(body: AsyncIterable<Uint8Array> | Uint8Array, signal: AbortSignal | undefined): AsyncGenerator<Uint8Array> {
   signal?.throwIfAborted();
   if (body instanceof Uint8Array) {
-    yield body;
+    for (const piece of split(body)) {
+      signal?.throwIfAborted();
+      yield piece;
+    }
     return;
   }
   const iterator = body[Symbol.asyncIterator]();
@@ -27,7 +42,7 @@ export async function* abortableChunks(body: AsyncIterable<Uint8Array> | Uint8Ar
         done = true;
         return;
       }
-      yield next.value;
+      yield* split(next.value);
     }
   } finally {
     if (onAbort) signal?.removeEventListener('abort', onAbort);

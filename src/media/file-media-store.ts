@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, open, opendir, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { MediaFetchError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
@@ -11,7 +11,7 @@ const TEMP_PREFIX = '.tmp-';
 /** A temporary file this old is left over from a crash (a put never takes this long): sweep deletes it. */
 const STALE_TEMP_MS = 60 * 60 * 1000;
 /** Files stat'ed or deleted at once by sweep, before it yields to the event loop. */
-const SWEEP_BATCH = 64;
+const SWEEP_BATCH = 32;
 
 /** Options of {@link FileMediaStore}. */
 export interface FileMediaStoreOptions {
@@ -131,22 +131,26 @@ export class FileMediaStore implements MediaStore {
 
   /**
    * Deletes files older than `retentionMs`, then the oldest until at most `maxBytes` are kept, and temporary
-   * files left by a crash. Lists the folder once and stats/deletes in batches of {@link SWEEP_BATCH}, yielding to
+   * files left by a crash. Lists the folder once (a few hundred entries per read) and stats/deletes in batches of {@link SWEEP_BATCH}, yielding to
    * the event loop between them.
    */
   async sweep(options: { now: number; retentionMs: number; maxBytes: number }): Promise<{ removed: number; bytes: number }> {
-    let names: string[];
+    // Listed a few hundred entries per read (opendir), not all at once: 20,000 names in one callback is a stall.
+    const candidates: string[] = [];
+    const shas = new Set<string>();
     try {
-      names = await readdir(this.dir);
+      let seen = 0;
+      for await (const entry of await opendir(this.dir, { bufferSize: 256 })) {
+        if (isSha256(entry.name)) shas.add(entry.name);
+        if (shas.has(entry.name) || entry.name.startsWith(TEMP_PREFIX)) candidates.push(entry.name);
+        if (++seen % 1000 === 0) await yieldToLoop();
+      }
     } catch (error) {
       if (isMissing(error)) return { removed: 0, bytes: 0 };
       throw error;
     }
     const files: { sha256: string; size: number; at: number }[] = [];
     const stale: string[] = [];
-    const shas = new Set<string>();
-    for (const name of names) if (isSha256(name)) shas.add(name);
-    const candidates = names.filter((name) => shas.has(name) || name.startsWith(TEMP_PREFIX));
     for (let i = 0; i < candidates.length; i += SWEEP_BATCH) {
       await Promise.all(candidates.slice(i, i + SWEEP_BATCH).map(async (name) => {
         try {

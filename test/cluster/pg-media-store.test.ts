@@ -1,9 +1,10 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { beforeAll, expect, it } from 'vitest';
 import { PgMediaStore } from '../../src/cluster/pg-media-store.ts';
 import { MediaFetchError } from '../../src/core/errors.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { describePg, useTestDatabase } from '../helpers/postgres.ts';
+import { stallProbe } from '../media/stall-probe.ts';
 
 const db = useTestDatabase();
 const DAY = 24 * 60 * 60 * 1000;
@@ -27,6 +28,25 @@ describePg('media on PostgreSQL', () => {
     const other = new PgMediaStore({ pool: db.pool });
     expect((await other.get(stored.sha256))?.equals(bytes)).toBe(true);
     expect(await other.stat(stored.sha256)).toEqual(stored);
+  });
+
+  it('stores and reads a file of several megabytes whole (in pieces), without a long stall of the event loop', { timeout: 60_000 }, async () => {
+    const bytes = randomBytes(5 * 1024 * 1024 + 123);
+    const putProbe = await stallProbe().settled();
+    // 64 KB chunks, as a download delivers them.
+    const parts = Array.from({ length: Math.ceil(bytes.length / 65_536) }, (_, i) => bytes.subarray(i * 65_536, (i + 1) * 65_536));
+    const stored = await store.put(chunks(...parts), { mime: 'image/jpeg', maxBytes: 20 * 1024 * 1024, now: NOW });
+    const putStall = putProbe.stop();
+    const probe = await stallProbe().settled();
+    const started = performance.now();
+    const read = await store.get(stored.sha256);
+    const ms = performance.now() - started;
+    const stall = probe.stop();
+    console.log(`PgMediaStore.put of 5 MB: worst event-loop stall ${putStall.toFixed(1)} ms (${putProbe.wall().toFixed(1)} ms wall-clock); get: ${Math.round(ms)} ms; worst event-loop stall ${stall.toFixed(1)} ms of the main thread's own work (${probe.wall().toFixed(1)} ms wall-clock)`);
+    expect(read?.equals(bytes)).toBe(true);
+    expect(stored.sha256).toBe(sha(bytes));
+    expect(putStall).toBeLessThan(50);
+    expect(stall).toBeLessThan(50);
   });
 
   it('keeps one row for the same bytes stored twice and refreshes its time', async () => {
