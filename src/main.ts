@@ -51,6 +51,7 @@ import { expiresAt } from './sessions/reset.ts';
 import type { KeyvSessionStore } from './sessions/store.ts';
 import { openMediaStore, openPairingStore, openSessionStore } from './stores.ts';
 import { MediaIntake } from './agent/media-intake.ts';
+import { startHousekeeping } from './housekeeping.ts';
 import { AgentTranscriptStores } from './sessions/agent-transcripts.ts';
 import { isClusterStore } from './cluster/pg-database.ts';
 import { openClusterMode, type ClusterMode } from './cluster/cluster-mode.ts';
@@ -374,26 +375,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     });
   }
 
-  const retentionMs = config.session.resetArchiveRetentionDays * 86_400_000;
-  const prune = () => transcripts.pruneArchives(new Date(clock.now()), retentionMs)
-    .then((n) => { if (n) logger.info({ deleted: n }, 'deleted expired transcript archives'); })
-    .catch((err: unknown) => logger.warn({ err }, 'archive pruning failed'));
-  void prune();
-  // Cluster mode: ledger rows past `ledger.retentionDays` go too (any replica may do it).
-  const pruneLedger = () => {
-    if (!ledgerStore || !config.ledger.retentionDays) return;
-    void ledgerStore.prune(new Date(clock.now() - config.ledger.retentionDays * 86_400_000))
-      .catch((err: unknown) => logger.warn({ err }, 'could not delete old ledger rows'));
-  };
-  pruneLedger();
-  // Media past `media.retentionDays`, then the oldest over `media.maxStoreBytes` (SPEC §15); never waited on at start.
-  const sweepMedia = () => void mediaStore.sweep({ now: clock.now(), retentionMs: config.media.retentionDays * 86_400_000, maxBytes: config.media.maxStoreBytes })
-    .then((swept) => { if (swept.removed) logger.info(swept, 'deleted expired or over-quota media'); })
-    .catch((err: unknown) => logger.warn({ err }, 'media sweep failed'));
-  const sweepSoon = setTimeout(sweepMedia, 60_000);
-  sweepSoon.unref();
-  const pruneTimer = setInterval(() => { void prune(); pruneLedger(); sweepMedia(); }, 6 * 3_600_000);
-  pruneTimer.unref();
+  const stopHousekeeping = startHousekeeping({ config, clock, logger, transcripts, media: mediaStore, ...(ledgerStore ? { ledger: ledgerStore } : {}) });
   // The tokenizer tables take ~0.4 s each to load: load them just after start-up rather than in the first turn.
   setTimeout(() => preloadTokenizers(config.agents.map((a) => a.model)), 250).unref();
 
@@ -412,8 +394,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       await mcp.stop();
       live.close();
       if (server) await closeGracefully(server);
-      clearInterval(pruneTimer);
-      clearTimeout(sweepSoon);
+      stopHousekeeping();
       await accounting.close();
       await sessions.flush();
       await transcripts.close();

@@ -24,6 +24,21 @@ export interface MediaIntakeDeps {
   timers?: DeadlineTimers;
 }
 
+/** Who a prepared item is for (the turn's agent, signal, logger). */
+interface ItemScope {
+  agent: AgentConfig;
+  signal: AbortSignal;
+  logger: Logger;
+  correlationId: string;
+}
+
+/** What one attachment became: its record, what the message's text gets, a transcript. */
+interface PreparedItem {
+  record: MediaRecord;
+  note?: string;
+  transcript?: string;
+}
+
 /** The facts of one item the model is told about, whatever became of it. */
 interface ItemFacts {
   kind: MediaRecord['kind'];
@@ -56,7 +71,7 @@ export class MediaIntake {
    * Sets `message.media` (one record per attachment, in order) and `message.mediaNotes`, and puts transcripts
    * into `message.text`. Rejects only when `signal` is aborted (a stop or shutdown: the message is replayed).
    */
-  async prepare(message: InboundMessage, options: { agent: AgentConfig; signal: AbortSignal; logger: Logger; correlationId: string }): Promise<void> {
+  async prepare(message: InboundMessage, options: ItemScope): Promise<void> {
     if (!message.attachments.length || message.media) return;
     const records: MediaRecord[] = [];
     const notes: string[] = [];
@@ -73,7 +88,7 @@ export class MediaIntake {
     options.logger.info({ media: records.map((r) => ({ kind: r.kind, mime: r.mime, size: r.size, as: r.as, ...(r.problem ? { problem: r.problem } : {}) })) }, 'media prepared');
   }
 
-  private async item(message: InboundMessage, attachment: Attachment, options: { agent: AgentConfig; signal: AbortSignal; logger: Logger; correlationId: string }): Promise<{ record: MediaRecord; note?: string; transcript?: string }> {
+  private async item(message: InboundMessage, attachment: Attachment, options: ItemScope): Promise<PreparedItem> {
     const media = this.deps.config.media;
     const announced: ItemFacts = { kind: kindOf(attachment, attachment.mimeType), name: attachment.name, mime: attachment.mimeType ?? 'application/octet-stream', size: attachment.size ?? 0, ...(attachment.durationSeconds ? { durationSeconds: attachment.durationSeconds } : {}) };
     if (attachment.passThroughUrl) {
@@ -158,7 +173,7 @@ export class MediaIntake {
     };
   }
 
-  private async audio(base: ItemFacts & { sha256: string }, bytes: Buffer, options: { agent: AgentConfig; signal: AbortSignal; logger: Logger; correlationId: string }): Promise<{ record: MediaRecord; note?: string; transcript?: string }> {
+  private async audio(base: ItemFacts & { sha256: string }, bytes: Buffer, options: ItemScope): Promise<PreparedItem> {
     const settings = this.deps.config.media.transcription;
     const provider = settings.enabled ? this.deps.transcriberOf(options.agent) : undefined;
     const describe = (problem?: string) => (base.kind === 'voice'

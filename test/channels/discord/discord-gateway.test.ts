@@ -1,3 +1,4 @@
+import sharp from 'sharp';
 import { afterEach, describe, expect, it } from 'vitest';
 import { lastUser } from '../../fakes/fake-openai.ts';
 import { alice, ids, listedSessions, startDiscordWorld, type DiscordWorld } from './setup.ts';
@@ -152,13 +153,26 @@ describe('discord channel through the whole gateway (real discord.js against a f
     expect(attempts.map((c) => c.body?.content)).toEqual(['echo: rate limit me', 'echo: rate limit me']);
   });
 
-  it('lists attachments for the agent', async () => {
+  it("gives the agent an attachment fetched from Discord's CDN", async () => {
+    world = await startDiscordWorld();
+    const png = await sharp({ create: { width: 40, height: 30, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0.5 } } }).png().toBuffer();
+    const attachment = world.discord.addAttachment({ name: 'chart.png', bytes: png, contentType: 'image/png', width: 40, height: 30 });
+    world.discord.message({ channel_id: ids.dm, content: 'what is this?', attachments: [attachment] });
+    await world.reply(ids.dm);
+    const request = world.openai.requests[0]!;
+    expect(lastUser(request)).toContain('what is this?');
+    // gpt-test is not known to see: the image is its line, made from the fetched bytes (PNG with alpha, 40×30).
+    expect(lastUser(request)).toMatch(/what is this\?\n\[image: image\/png 40×30, [\d.]+ (B|KB)\]/);
+    expect(world.discord.downloads).toHaveLength(1);
+  });
+
+  it('lists an attachment whose URL is not on a Discord host, without fetching it', async () => {
     world = await startDiscordWorld();
     world.discord.message({
       channel_id: ids.dm, content: 'what is this?',
       attachments: [{ id: '8000000000000000001', filename: 'chart.png', size: 2048, url: 'https://cdn.example/chart.png', proxy_url: 'https://media.example/chart.png', content_type: 'image/png' }],
     });
     await world.reply(ids.dm);
-    expect(lastUser(world.openai.requests[0]!)).toContain('[attachment: image "chart.png", 2048 bytes]');
+    expect(lastUser(world.openai.requests[0]!)).toContain('[file: chart.png, image/png: could not be downloaded]');
   });
 });

@@ -1,3 +1,4 @@
+import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/core/clock.ts';
 import type { RunningGateway } from '../../../src/main.ts';
@@ -151,13 +152,17 @@ describe('Telegram private chats through the gateway (real grammy, fake Bot API)
     expect(sentTo(telegram, ALICE.id)).toHaveLength(2);
   });
 
-  it('sends the caption and lists attachments of a photo to the agent', async () => {
+  it('sends the caption and the largest size of a photo to the agent', async () => {
     openai = await startFakeOpenAI((r) => ({ content: `got: ${lastUser(r)}` }));
     gw = await startTelegramGateway({ dir: tmp.dir, telegram, openai, config: telegramConfig() });
     const update = dm('');
     const { text: _text, ...message } = update.message;
-    telegram.pushUpdate({ message: { ...message, caption: 'my cat', photo: [{ file_id: 'small', file_unique_id: 's', width: 90, height: 90, file_size: 1000 }, { file_id: 'big', file_unique_id: 'b', width: 900, height: 900, file_size: 54321 }] } });
+    const big = await sharp({ create: { width: 900, height: 900, channels: 3, background: '#884422' } }).jpeg().toBuffer();
+    telegram.addFile({ fileId: 'big', bytes: big, path: 'photos/file_9.jpg' });
+    telegram.pushUpdate({ message: { ...message, caption: 'my cat', photo: [{ file_id: 'small', file_unique_id: 's', width: 90, height: 90, file_size: 1000 }, { file_id: 'big', file_unique_id: 'b', width: 900, height: 900, file_size: big.length }] } });
     await telegram.waitFor('sendMessage', (c) => c.body.chat_id === 42);
-    expect(lastUser(openai.requests[0]!)).toBe('my cat\n[attachment: photo, 54321 bytes]');
+    // The largest size is fetched; a model not known to see (gpt-test) gets its line after the caption.
+    expect(lastUser(openai.requests[0]!)).toMatch(/^my cat\n\[image: image\/jpeg 900×900, \d+ KB\]$/);
+    expect(telegram.downloads.map((d) => d.path)).toEqual(['photos/file_9.jpg']);
   });
 });
