@@ -322,12 +322,12 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)), budgetOf: (entry) => runtime.agentFor(entry.agentId).tokenBudget }),
       mountOpenAIRoutes({
         config, sink: gateway.sink, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing,
-        flushLedger: () => accounting.flush(), authToken: config.gateway.authToken, media: mediaStore, mediaConfig: config.media,
+        flushLedger: () => accounting.flush(), authToken: config.gateway.authToken, media: mediaStore, mediaConfig: config.media, maxBodyBytes: config.gateway.maxBodyBytes,
       }),
       mountCliRoutes({ sink: gateway.sink, clock }),
       ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({
         channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())), sessionExists: async (key) => (await sessions.get(key)) !== undefined,
-        authToken: config.gateway.authToken, media: mediaStore, mediaConfig: config.media,
+        authToken: config.gateway.authToken, media: mediaStore, mediaConfig: config.media, maxBodyBytes: config.gateway.maxBodyBytes,
       })),
       mountMediaRoutes({ media: mediaStore }),
       mountPairingRoutes(pairingAdmin(pairing, config), logger),

@@ -19,6 +19,24 @@ export class AttachmentTooLargeError extends SwitchboardError {
   }
 }
 
+/** A body over `gateway.maxBodyBytes` once its attachments are left out (HTTP 413, as for any other route). */
+export class BodyTooLargeError extends SwitchboardError {
+  constructor(maxBodyBytes: number) {
+    super('body_too_large', `The request body is larger than gateway.maxBodyBytes (${maxBodyBytes} bytes), not counting its attachments.`, { status: 413 });
+  }
+}
+
+/**
+ * The media routes take bodies larger than `gateway.maxBodyBytes` for their attachments only: the rest of a body
+ * (its text) is held to that limit as on every other route. Measured from `Content-Length` (a chunked body is held
+ * to the route's own limit).
+ */
+export function checkTextBytes(contentLength: string | undefined, attachmentChars: number, maxBodyBytes: number | undefined): void {
+  const length = Number(contentLength);
+  if (maxBodyBytes === undefined || !Number.isFinite(length)) return;
+  if (length - attachmentChars > maxBodyBytes) throw new BodyTooLargeError(maxBodyBytes);
+}
+
 /** What the upload routes store media with; `src/main.ts` passes the media store and `config.media`. */
 export interface MediaUploadDeps {
   store: MediaStore;

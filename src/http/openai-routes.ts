@@ -13,7 +13,7 @@ import type { MediaStore } from '../media/media-store.ts';
 import type { HttpApp, HttpVariables } from './app.ts';
 import { httpClientKey } from './client-key.ts';
 import { errorBody, jsonError, readJson } from './http-error.ts';
-import { MAX_ATTACHMENTS, storeUploads, type MediaUploadDeps } from './media-upload.ts';
+import { checkTextBytes, MAX_ATTACHMENTS, storeUploads, type MediaUploadDeps } from './media-upload.ts';
 import {
   agentForModel, failureOf, imagesOf, openAIUsage, parseRequest, replyOf, routableModels, sessionOf, textOf, type Failure, type RequestImage,
 } from './openai-request.ts';
@@ -37,6 +37,8 @@ export interface OpenAIRouteDeps {
   media?: MediaStore;
   /** `config.media`: each image's limit (`maxBytes`). */
   mediaConfig?: Pick<MediaConfig, 'maxBytes'>;
+  /** `gateway.maxBodyBytes`: what a body may hold besides the images of its last user message. */
+  maxBodyBytes?: number;
 }
 
 type ApiContext = Context<{ Variables: HttpVariables }>;
@@ -109,6 +111,20 @@ async function imageAttachments(images: readonly RequestImage[], deps: OpenAIRou
     : { type: 'image', fileId: 'url', passThroughUrl: image.url, name: image.url.split(/[?#]/)[0]!.split('/').pop() || 'image' }));
 }
 
+/** Characters of every image URL in the messages (a client sends earlier images again with the history). */
+function imageUrlChars(messages: readonly { content?: unknown }[]): number {
+  let chars = 0;
+  for (const m of messages) {
+    if (!Array.isArray(m.content)) continue;
+    for (const part of m.content as { image_url?: unknown }[]) {
+      const image = part?.image_url;
+      const url = typeof image === 'string' ? image : (image as { url?: unknown } | undefined)?.url;
+      if (typeof url === 'string') chars += url.length;
+    }
+  }
+  return chars;
+}
+
 /**
  * One chat completion. The last user message is the turn's input, its text and its images; the session keeps
  * its own history, so earlier and system messages of the request are not used: their images are neither
@@ -121,6 +137,7 @@ async function chatCompletion(c: ApiContext, deps: OpenAIRouteDeps): Promise<Res
   const last = lastIndex >= 0 ? body.messages[lastIndex] : undefined;
   const text = last ? textOf(last.content).trim() : '';
   const images = last ? imagesOf(last.content, `messages[${lastIndex}]`) : [];
+  checkTextBytes(c.req.header('content-length'), imageUrlChars(body.messages), deps.maxBodyBytes);
   if (!text && !images.length) throw new BadRequestError('messages must contain a user message with text or images; the last one is the turn\'s input.', 'invalid_value');
   const session = sessionOf(c.req.header('x-session-key'), body.user);
   const agent = session?.agentId ? deps.config.agents.find((a) => a.id === session.agentId) : agentForModel(deps.config.agents, body.model);

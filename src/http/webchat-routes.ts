@@ -9,7 +9,7 @@ import type { HttpApp } from './app.ts';
 import { jsonError, readJson } from './http-error.ts';
 import { httpClientKey } from './client-key.ts';
 import { linkFiles, mediaLink, type LinkedFile, type ReplyFile } from './media-routes.ts';
-import { storeUploads, webchatUploads, type MediaUploadDeps, type StoredUpload } from './media-upload.ts';
+import { checkTextBytes, storeUploads, webchatUploads, type MediaUploadDeps, type StoredUpload } from './media-upload.ts';
 
 /** A reply sent to a web chat user outside a request. */
 export interface WebchatLaterReply {
@@ -44,6 +44,8 @@ export interface WebchatRouteDeps {
   media?: MediaStore;
   /** `config.media`: each attachment's limit (`maxBytes`). */
   mediaConfig?: Pick<MediaConfig, 'maxBytes'>;
+  /** `gateway.maxBodyBytes`: what a body may hold besides its attachments. */
+  maxBodyBytes?: number;
 }
 
 const USER = /^[\w.@+-]{1,128}$/;
@@ -101,6 +103,7 @@ export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => vo
       const raw = await readJson(c);
       const body = (typeof raw === 'object' && raw !== null ? raw : {}) as { user?: unknown; text?: unknown; attachments?: unknown };
       const given = webchatUploads(body.attachments);
+      checkTextBytes(c.req.header('content-length'), given.reduce((n, u) => n + u.dataBase64.length, 0), deps.maxBodyBytes);
       const text = body.text ?? (given.length ? '' : undefined);
       if (typeof text !== 'string' || (!text.trim() && !given.length)) throw new BadRequestError('Field "text" must be a non-empty string (it may be empty when there are attachments).', 'invalid_text');
       const user = checkedUser(body.user);

@@ -21,8 +21,15 @@ describe('ledgerRecordOf', () => {
 
   it('drops fields of the event that are not ledger fields (retries, duration, error, extra components)', () => {
     const event = { ...llmCall({ retries: 3, durationMs: 999, error: 'PROVIDER_TIMEOUT' }), extra: 1 };
-    (event.estimatedInputTokensByComponent as unknown as Record<string, number>).images = 7;
+    (event.estimatedInputTokensByComponent as unknown as Record<string, number>).video = 7;
     expect(JSON.stringify(ledgerRecordOf(event))).toBe(EXPECTED_LINE);
+  });
+
+  it('a request with images adds an images component after the six of SPEC §4 (SPEC §15); without images there is none', () => {
+    const withImages = llmCall();
+    withImages.estimatedInputTokensByComponent.images = 765;
+    expect(JSON.stringify(ledgerRecordOf(withImages))).toBe(EXPECTED_LINE.replace('"userInput":40}', '"userInput":40,"images":765}'));
+    expect(JSON.stringify(ledgerRecordOf(llmCall()))).toBe(EXPECTED_LINE);
   });
 
   it('each usage count lands in its own field', () => {

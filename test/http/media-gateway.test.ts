@@ -67,4 +67,18 @@ describe('media over HTTP, end to end', () => {
     expect(request.images).toHaveLength(1);
     expect(request.images[0]!.mime).toBe('image/jpeg');
   });
+
+  it('gateway.maxBodyBytes still holds for the text of a body; only its attachments may go past it', async () => {
+    gw = await startTestGateway({ dir: tmp.dir, config: { gateway: { port: 0, maxBodyBytes: 4096 }, providers: { default: { baseUrl: openai.baseURL, apiKey: 'sk-test', model: 'gpt-4o', maxRetries: 0 } } } });
+    const photo = await sharp({ create: { width: 200, height: 200, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
+    expect(photo.length * 4 / 3).toBeGreaterThan(4096);
+    const attachment = { name: 'noise.png', mime: 'image/png', dataBase64: photo.toString('base64') };
+    const ok = await post(`${gw.url}/webchat/messages`, { user: 'bo', text: 'small text', attachments: [attachment] });
+    expect(ok.status).toBe(200);
+    const tooLong = await post(`${gw.url}/webchat/messages`, { user: 'bo', text: 'x'.repeat(5000), attachments: [attachment] });
+    expect(tooLong.status).toBe(413);
+    expect(await tooLong.json()).toMatchObject({ error: { code: 'body_too_large' } });
+    const api = await post(`${gw.url}/v1/chat/completions`, { model: 'main', messages: [{ role: 'user', content: [{ type: 'text', text: 'y'.repeat(5000) }, { type: 'image_url', image_url: { url: `data:image/png;base64,${attachment.dataBase64}` } }] }] });
+    expect(api.status).toBe(413);
+  });
 });

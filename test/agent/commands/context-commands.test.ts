@@ -62,7 +62,7 @@ describe('/context, /compact and POST /admin/sessions/:key/compact', () => {
     expect(detail).toContain('**Largest messages**');
     expect(detail).toContain('• #0 system prompt');
     // The default preset (messaging): the session and memory tools, each with its schema's cost.
-    expect(detail).toMatch(/\*\*Tool schemas\*\*\n• sessions_spawn · [\d,]+ tokens\n• sessions_yield · [\d,]+ tokens\n• sessions · [\d,]+ tokens\n• memory_write · [\d,]+ tokens\n• memory_search · [\d,]+ tokens$/);
+    expect(detail).toMatch(/\*\*Tool schemas\*\*\n• sessions_spawn · [\d,]+ tokens\n• sessions_yield · [\d,]+ tokens\n• sessions · [\d,]+ tokens\n• memory_write · [\d,]+ tokens\n• memory_search · [\d,]+ tokens\n• send_file · [\d,]+ tokens$/);
     expect(await post('/context nonsense')).toBe('Usage: /context [list|detail]');
     // Commands are not sent to the model.
     expect(fake.requests).toHaveLength(1);
