@@ -1,5 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import Keyv from 'keyv';
 import sqlite3 from 'sqlite3';
@@ -55,4 +56,21 @@ export async function populateSessions(file: string, count: number): Promise<voi
   }
   await run(db, 'PRAGMA wal_checkpoint(TRUNCATE)');
   await new Promise<void>((resolve) => db.close(() => resolve()));
+}
+
+/**
+ * Writes `count` files into a media store folder as `FileMediaStore.put` leaves them: `<dir>/<sha256>` (the
+ * name is the hash of the bytes: `bytes` random bytes each) and its sidecar `<dir>/<sha256>.json` with the mime type.
+ */
+export async function populateMedia(dir: string, count: number, bytes = 256): Promise<void> {
+  mkdirSync(dir, { recursive: true });
+  const batch = 64;
+  for (let start = 0; start < count; start += batch) {
+    await Promise.all(Array.from({ length: Math.min(batch, count - start) }, async () => {
+      const data = randomBytes(bytes);
+      const sha256 = createHash('sha256').update(data).digest('hex');
+      await writeFile(path.join(dir, `${sha256}.json`), JSON.stringify({ mime: 'image/jpeg' }));
+      await writeFile(path.join(dir, sha256), data);
+    }));
+  }
 }

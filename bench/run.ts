@@ -2,7 +2,7 @@
 // measured in the same run. Prints a table and writes bench/results/latest.json. Asserts nothing.
 //   BENCH_QUICK=1         smaller sizes (a quick look, not the reported figures)
 //   BENCH_SESSIONS=16     only these end-to-end levels (default 1,16,256)
-//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, delivery, store, startup, ledger, memory, context, cluster);
+//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, delivery, media, store, startup, ledger, memory, context, cluster);
 //                         `npm run bench -- cluster` names them on the command line
 // Memory runs first, while the process heap holds nothing else.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -17,13 +17,14 @@ import { runStoreBench } from './store-bench.ts';
 import { runToolBench } from './tool-bench.ts';
 import { runMcpBench } from './mcp-bench.ts';
 import { runDeliveryBench } from './delivery-bench.ts';
+import { runMediaBench } from './media-bench.ts';
 
 const quick = process.env.BENCH_QUICK === '1';
 /** BENCH_SESSIONS=16 (or 1,16): only some of the end-to-end levels. */
 const sessionLevels = (process.env.BENCH_SESSIONS ?? '1,16,256').split(',').map(Number);
 // `npm run bench -- cluster` (or BENCH_ONLY=cluster): parts named on the command line. The cluster part needs
 // PostgreSQL (SWITCHBOARD_BENCH_POSTGRES or SWITCHBOARD_TEST_POSTGRES) and some 8 minutes; it is not in the default list.
-const only = new Set((process.argv[2] ?? process.env.BENCH_ONLY ?? 'e2e,tools,mcp,delivery,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
+const only = new Set((process.argv[2] ?? process.env.BENCH_ONLY ?? 'e2e,tools,mcp,delivery,media,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
 const root = path.resolve(import.meta.dirname, '..');
 const work = path.join(os.tmpdir(), `switchboard-bench-${process.pid}`);
 
@@ -91,6 +92,19 @@ async function main(): Promise<void> {
       results.delivery = delivery;
       table('1e. Delivery with one Bot API send in three cut before it is read (lost and duplicated must be 0)', [{ ...delivery }]);
     }
+    if (only.has('media')) {
+      const llm = await startFakeLlmProcess();
+      try {
+        const media = await runMediaBench({ baseURL: llm.baseURL, dir: path.join(work, 'media'), sessions: 16, messages: quick ? 16 : 64, rounds: quick ? 1 : 3 });
+        results.media = media;
+        table(`1f. Media: a ${(media.jpegBytes / 1e6).toFixed(1)} MB JPEG per message (fetchMedia → store → sharp → gpt-4o), 16 sessions, vs text only; stalls: worst over the rounds (target ≤ ${media.stallTargetMs} ms), beside an idle process's (the machine's share)`, [media.text, media.media].map((s, i) => ({
+          run: i ? 'photo' : 'text', messages: s.messages, 'msg/s': s.messagesPerSecond, 'CPU µs/msg': s.cpuUsPerMessage, 'added CPU µs/image': i ? media.addedCpuUsPerImage : '',
+          'stall max ms': s.stallMaxMs, 'stall p99 ms': s.stallP99Ms, 'idle proc. max ms': s.idleStallMaxMs, 'idle proc. p99 ms': s.idleStallP99Ms, 'req B': s.requestBytes, 'load avg': media.loadAverage.join(' → '),
+        })));
+      } finally {
+        await llm.stop();
+      }
+    }
     if (only.has('store')) {
       const store = await runStoreBench({ dir: work, sizes: quick ? [100, 10_000] : [100, 10_000, 100_000, 1_000_000], turns: quick ? 500 : 2000 });
       results.store = store;
@@ -101,7 +115,7 @@ async function main(): Promise<void> {
     if (only.has('startup')) {
       const startup = await runStartupBench({ dir: work, stored: quick ? 10_000 : 100_000, runs: quick ? 2 : 5 });
       results.startup = startup;
-      table('3a. Start-up: spawn → /healthz answering (compiled build; from source through tsx for comparison)', [{ 'stored sessions': startup.storedSessions, 'empty ms': startup.emptyMs, 'with sessions ms': startup.withSessionsMs, ratio: startup.ratio, 'from source ms': startup.fromSourceWithSessionsMs }]);
+      table('3a. Start-up: spawn → /healthz answering (compiled build; from source through tsx for comparison; with files in data/media)', [{ 'stored sessions': startup.storedSessions, 'empty ms': startup.emptyMs, 'with sessions ms': startup.withSessionsMs, ratio: startup.ratio, 'from source ms': startup.fromSourceWithSessionsMs, 'media files': startup.mediaFiles, 'with media ms': startup.withMediaMs, 'media ratio': startup.mediaRatio }]);
     }
     if (only.has('ledger')) {
       const ledger = await runLedgerBench({ dir: work, records: quick ? 30_000 : 300_000, runs: quick ? 2 : 5 });

@@ -2,7 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { populateSessions } from './populate.ts';
+import { populateMedia, populateSessions } from './populate.ts';
 import { stopChild } from './child.ts';
 import { nowMs, percentile, round } from './stats.ts';
 
@@ -39,30 +39,41 @@ async function timeToHealthy(stateDir: string, mode: keyof typeof COMMANDS = 'co
   }
 }
 
-/** Start-up time with `stored` sessions against an empty state folder (median of `runs`). */
-export async function runStartupBench(options: { dir: string; stored: number; runs: number }) {
+/**
+ * Start-up time with `stored` sessions, and with `mediaFiles` files in the media store (`data/media`, default
+ * 10,000), each against an empty state folder (medians of `runs`).
+ */
+export async function runStartupBench(options: { dir: string; stored: number; runs: number; mediaFiles?: number }) {
+  const mediaFiles = options.mediaFiles ?? 10_000;
   const empty = path.join(options.dir, 'startup-empty', 'data');
   const full = path.join(options.dir, 'startup-full', 'data');
-  await rm(path.dirname(empty), { recursive: true, force: true });
-  await rm(path.dirname(full), { recursive: true, force: true });
+  const withMedia = path.join(options.dir, 'startup-media', 'data');
+  for (const dir of [empty, full, withMedia]) await rm(path.dirname(dir), { recursive: true, force: true });
   await mkdir(empty, { recursive: true });
   await populateSessions(path.join(full, 'sessions.sqlite'), options.stored);
+  await populateMedia(path.join(withMedia, 'media'), mediaFiles);
   execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs')], { stdio: 'ignore' });
   const emptyRuns: number[] = [];
   const fullRuns: number[] = [];
   const sourceRuns: number[] = [];
+  const mediaRuns: number[] = [];
   await timeToHealthy(empty); // warm the file cache
   await timeToHealthy(empty, 'source'); // and tsx's compile cache
   for (let i = 0; i < options.runs; i++) {
     emptyRuns.push(await timeToHealthy(empty));
+    // Right after the empty one: after the from-source run (tsx, seconds of CPU) it measured the machine's recovery.
+    mediaRuns.push(await timeToHealthy(withMedia));
     fullRuns.push(await timeToHealthy(full));
     sourceRuns.push(await timeToHealthy(full, 'source'));
   }
   const e = percentile(emptyRuns, 50);
   const f = percentile(fullRuns, 50);
+  const m = percentile(mediaRuns, 50);
   await rm(path.dirname(full), { recursive: true, force: true });
+  await rm(path.dirname(withMedia), { recursive: true, force: true });
   return {
     storedSessions: options.stored, emptyMs: round(e, 0), withSessionsMs: round(f, 0), ratio: round(f / e, 2),
-    fromSourceWithSessionsMs: round(percentile(sourceRuns, 50), 0), runs: options.runs,
+    fromSourceWithSessionsMs: round(percentile(sourceRuns, 50), 0),
+    mediaFiles, withMediaMs: round(m, 0), mediaRatio: round(m / e, 2), runs: options.runs,
   };
 }
