@@ -24,7 +24,9 @@ export function record(over: Partial<LlmCallEvent> = {}): LedgerRecord {
     correlationId: e.correlationId, sessionKey: e.sessionKey, sessionId: e.sessionId, channel: e.channel, agentId: e.agentId,
     providerId: e.providerId, modelId: e.modelId,
     inputTokens: e.usage.inputTokens, outputTokens: e.usage.outputTokens, cacheReadTokens: e.usage.cacheReadTokens, cacheWriteTokens: e.usage.cacheWriteTokens,
-    estimatedInputTokensByComponent: { system: c.system, bootstrap: c.bootstrap, tools: c.tools, history: c.history, toolResults: c.toolResults, userInput: c.userInput, ...(c.images ? { images: c.images } : {}) },
+    estimatedInputTokensByComponent: {
+      system: c.system, bootstrap: c.bootstrap, tools: c.tools, history: c.history, toolResults: c.toolResults, userInput: c.userInput, ...(c.images ? { images: c.images } : {}),
+    },
     isEstimated: e.isEstimated, kind: e.kind, timestamp: new Date(e.at).toISOString(),
     ...(e.parentCorrelationId ? { parentCorrelationId: e.parentCorrelationId } : {}),
     ...(e.toolCalls?.length ? { toolCalls: e.toolCalls } : {}),
