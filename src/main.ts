@@ -52,6 +52,7 @@ import type { KeyvSessionStore } from './sessions/store.ts';
 import { openMediaStore, openPairingStore, openSessionStore } from './stores.ts';
 import { MediaIntake } from './agent/media-intake.ts';
 import { startHousekeeping } from './housekeeping.ts';
+import { closePdfWorkers } from './media/document-text.ts';
 import { AgentTranscriptStores } from './sessions/agent-transcripts.ts';
 import { isClusterStore } from './cluster/pg-database.ts';
 import { openClusterMode, type ClusterMode } from './cluster/cluster-mode.ts';
@@ -399,6 +400,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       await sessions.flush();
       await transcripts.close();
       await mediaStore.close?.();
+      await closePdfWorkers();
       await inbox?.close();
       await pairing.close().catch(() => undefined);
       await store.close();
