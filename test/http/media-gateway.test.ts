@@ -70,7 +70,7 @@ describe('media over HTTP, end to end', () => {
 
   it('gateway.maxBodyBytes still holds for the text of a body; only its attachments may go past it', async () => {
     gw = await startTestGateway({ dir: tmp.dir, config: { gateway: { port: 0, maxBodyBytes: 4096 }, providers: { default: { baseUrl: openai.baseURL, apiKey: 'sk-test', model: 'gpt-4o', maxRetries: 0 } } } });
-    const photo = await sharp({ create: { width: 200, height: 200, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
+    const photo = await sharp({ create: { width: 200, height: 200, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
     expect(photo.length * 4 / 3).toBeGreaterThan(4096);
     const attachment = { name: 'noise.png', mime: 'image/png', dataBase64: photo.toString('base64') };
     const ok = await post(`${gw.url}/webchat/messages`, { user: 'bo', text: 'small text', attachments: [attachment] });
