@@ -148,10 +148,17 @@ export class MediaIntake {
       if (!download) return undefined;
       const opened = await download;
       if (opened.size !== undefined && opened.size > config.media.maxBytes) throw new MediaFetchError('too_large', `The file is ${opened.size} bytes, over media.maxBytes.`);
-      const stored = await store.put(opened.body, { mime: opened.mime ?? attachment.mimeType ?? 'application/octet-stream', maxBytes: config.media.maxBytes, signal: both, now: this.deps.now() });
-      const bytes = await store.get(stored.sha256);
-      if (!bytes) throw new MediaFetchError('download_failed', 'The file vanished from the media store as it was stored.');
-      return { stored, bytes };
+      // The bytes are kept as they stream into the store, rather than read back from it.
+      const chunks: Buffer[] = [];
+      const body = (async function* keep() {
+        for await (const chunk of opened.body) {
+          const copy = Buffer.from(chunk);
+          chunks.push(copy);
+          yield copy;
+        }
+      })();
+      const stored = await store.put(body, { mime: opened.mime ?? attachment.mimeType ?? 'application/octet-stream', maxBytes: config.media.maxBytes, signal: both, now: this.deps.now() });
+      return { stored, bytes: Buffer.concat(chunks) };
     } catch (error) {
       if (deadline.signal.aborted && !signal.aborted) throw deadline.signal.reason as Error;
       if (isAbortError(error) && !signal.aborted) throw new MediaFetchError('download_failed', 'The download was cut.', { cause: error });
