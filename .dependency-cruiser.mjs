@@ -16,6 +16,7 @@ const LAYERS = [
   ['providers', '^src/providers/'],
   ['tools', '^src/tools/'],
   ['agent', '^src/agent/'],
+  ['scheduler', '^src/scheduler/'],
   ['accounting', '^src/accounting/'],
   ['gateway', '^src/gateway/'],
   ['cluster', '^src/cluster/'],

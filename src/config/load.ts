@@ -27,6 +27,7 @@ export const ENV_BINDINGS: Record<string, string[]> = {
   OPENAI_BASE_URL: ['providers', 'default', 'baseUrl'],
   OPENAI_MODEL: ['providers', 'default', 'model'],
   SWITCHBOARD_AUTH_TOKEN: ['gateway', 'authToken'],
+  SWITCHBOARD_HOOKS_TOKEN: ['hooks', 'token'],
   SWITCHBOARD_STATE_DIR: ['stateDir'],
   SWITCHBOARD_PORT: ['gateway', 'port'],
   SWITCHBOARD_HOST: ['gateway', 'host'],
@@ -243,6 +244,10 @@ export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: st
     backgroundExecution: config.backgroundExecution,
     delivery: config.delivery,
     media: config.media,
+    jobs: config.jobs,
+    scheduler: config.scheduler,
+    ...(config.heartbeat ? { heartbeat: config.heartbeat } : {}),
+    hooks: config.hooks,
     messages: resolveMessages(config.messages, { telegram: c.telegram, discord: c.discord, slack: c.slack, webchat: c.webchat }),
     secrets,
   };
@@ -287,6 +292,7 @@ function collectSecrets(config: ParsedConfig): string[] {
   const values = new Set<string>();
   const add = (v: unknown) => { if (typeof v === 'string' && v.length >= 6) values.add(v); };
   add(config.gateway.authToken);
+  add(config.hooks.token);
   // A database URI's password (postgres://user:password@host/db).
   if (config.store) { try { add(decodeURIComponent(new URL(config.store).password)); } catch { /* not a URL */ } }
   for (const p of Object.values(config.providers)) add(p.apiKey);

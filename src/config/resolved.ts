@@ -90,6 +90,12 @@ export interface ResolvedConfig {
   backgroundExecution: ParsedConfig['backgroundExecution'];
   /** Photos, voice notes and files (SPEC §15). */
   media: MediaConfig;
+  /** Jobs of the config file (SPEC §17), schedules checked. */
+  jobs: ParsedConfig['jobs'];
+  scheduler: ParsedConfig['scheduler'];
+  heartbeat?: ParsedConfig['heartbeat'];
+  /** `hooks.token` (from `SWITCHBOARD_HOOKS_TOKEN` too): empty, the webhooks are off. */
+  hooks: ParsedConfig['hooks'];
   /** How platform calls that were not taken are retried (SPEC §16). */
   delivery: ParsedConfig['delivery'];
   /** Queue modes (SPEC §16): the default, the collect debounce, and each channel's own. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ackReactionSetting } from './ack-reaction.ts';
 import { mediaSchema, visionSetting } from './media.ts';
+import { heartbeatSchema, hooksSchema, jobSchema, schedulerSchema } from './scheduler.ts';
 import { messagesSchema, queueModeSetting } from './queue-mode.ts';
 import { streamingSetting } from './streaming.ts';
 
@@ -356,6 +357,11 @@ export const configSchema = z.strictObject({
   messages: messagesSchema.prefault({}),
   /** Photos, voice notes and files (SPEC §15). */
   media: mediaSchema.prefault({}),
+  /** Scheduled jobs, heartbeat and webhooks (SPEC §17). */
+  jobs: z.array(jobSchema).default([]),
+  scheduler: schedulerSchema.prefault({}),
+  heartbeat: heartbeatSchema.optional(),
+  hooks: hooksSchema.prefault({}),
   /** Replies the platform did not take (reset, timeout, 5xx, 429) are sent again (SPEC §16). */
   delivery: z.strictObject({
     /** Attempts in all for one platform call, the first included. */

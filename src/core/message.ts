@@ -140,7 +140,7 @@ export interface InboundMessage {
 
 /** Why an `internal` message exists (SPEC §11). */
 export type InternalKind =
-  | 'spawn' | 'yield' | 'send' | 'subagent_result' | 'background_auto_continue' | 'background_auto_resume';
+  | 'spawn' | 'yield' | 'send' | 'subagent_result' | 'background_auto_continue' | 'background_auto_resume' | 'job' | 'heartbeat' | 'hook';
 
 /** Routing of a message on channel `internal`: session tools, sub-agent results and background runs. */
 export interface InternalRoute {
@@ -155,6 +155,12 @@ export interface InternalRoute {
   parentCorrelationId?: string;
   /** Where the answer goes, when it should reach a chat (a platform target); else it is not delivered. */
   deliverTo?: DeliveryTarget;
+  /** Kind `job`: the job this run is for (its ledger records carry it, SPEC §17). */
+  jobId?: string;
+  /** Input + output tokens this run may use (a job's `tokenBudget`). */
+  runTokenBudget?: number;
+  /** Kind `heartbeat`: an answer of `HEARTBEAT_OK` or nothing is not delivered; the model the turn uses. */
+  model?: string;
   /** When this message's run ends, its final answer is queued into that session as a sub-agent result. */
   reportTo?: { sessionKey: string; label: string; deliverTo?: DeliveryTarget; correlationId: string };
 }
