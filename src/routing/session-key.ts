@@ -19,6 +19,8 @@ export interface SessionRoute {
   threadKind?: 'thread' | 'topic';
   /** A sub-agent session made by `sessions_spawn`: the key is `agent:<agentId>:subagent:<id>`. */
   subagentId?: string;
+  /** A scheduled job's own session (SPEC §17): the key is `agent:<agentId>:job:<jobId>`. */
+  jobId?: string;
 }
 
 /** Session settings that shape keys (`session.*` in the config). */
@@ -45,6 +47,8 @@ export interface ParsedSessionKey {
   parentKey?: string;
   /** Set for sub-agent keys (`agent:<agentId>:subagent:<id>`). */
   subagentId?: string;
+  /** Set for a job's isolated session (`agent:<agentId>:job:<jobId>`). */
+  jobId?: string;
 }
 
 const DIRECT = new Set(['direct', 'dm']);
@@ -57,6 +61,7 @@ const DIRECT = new Set(['direct', 'dm']);
 export function buildSessionKey(route: SessionRoute, options: SessionKeyOptions): string {
   const agentId = route.agentId || 'main';
   if (route.subagentId) return formatKey({ agentId, chatType: 'direct', channel: 'internal', subagentId: route.subagentId });
+  if (route.jobId) return formatKey({ agentId, chatType: 'direct', channel: 'internal', jobId: route.jobId });
   const thread = route.threadId && options.threads !== 'parent'
     ? { threadId: route.threadId, threadKind: route.threadKind === 'topic' ? 'topic' as const : 'thread' as const }
     : {};
@@ -79,6 +84,7 @@ type KeyParts = Omit<ParsedSessionKey, 'key' | 'parentKey'>;
 function formatKey(p: KeyParts): string {
   const agent = `agent:${segment(p.agentId, 'agentId')}`;
   if (p.subagentId) return `${agent}:subagent:${segment(p.subagentId, 'subagentId')}`;
+  if (p.jobId) return `${agent}:job:${segment(p.jobId, 'jobId')}`;
   let base: string;
   if (p.chatType === 'direct') {
     const peer = () => segment(p.peerId ?? '', 'peerId');
@@ -109,6 +115,10 @@ export function parseSessionKey(input: string): ParsedSessionKey {
     if (parts.length !== 4) fail('a sub-agent key is agent:<agentId>:subagent:<id>');
     const sub: KeyParts = { agentId, chatType: 'direct', channel: 'internal', subagentId: at(3) };
     return { key: formatKey(sub), ...sub };
+  }
+  if (parts[2] === 'job' && parts.length === 4) {
+    const job: KeyParts = { agentId, chatType: 'direct', channel: 'internal', jobId: at(3) };
+    return { key: formatKey(job), ...job };
   }
   if (parts[2] === 'main') {
     parsed = { agentId, chatType: 'direct', dmScope: 'main' };

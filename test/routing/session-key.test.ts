@@ -123,6 +123,12 @@ describe('session keys: sub-agents, defaults, encoding and the messages of refus
     expect(() => parseSessionKey('agent:ops:subagent:a:b')).toThrow('"agent:ops:subagent:a:b" is not a session key: a sub-agent key is agent:<agentId>:subagent:<id>.');
   });
 
+  it("a job's isolated session is agent:<agent>:job:<jobId> and reads back (SPEC §17)", () => {
+    const key = buildSessionKey({ ...dm({ agentId: 'Ops' }), jobId: 'Daily-Report' }, opts({ dmScope: 'per-peer' }));
+    expect(key).toBe('agent:ops:job:daily-report');
+    expect(parseSessionKey(key)).toEqual({ key, agentId: 'ops', chatType: 'direct', channel: 'internal', jobId: 'daily-report' });
+  });
+
   it('an empty agent id is main; an empty account id is default', () => {
     expect(buildSessionKey(dm({ agentId: '' }), opts())).toBe('agent:main:main');
     expect(buildSessionKey(dm({ accountId: '' }), opts({ dmScope: 'per-account-channel-peer' }))).toBe('agent:main:telegram:default:direct:42');
