@@ -1,5 +1,5 @@
 import type { ChannelId } from '../core/message.ts';
-import type { InputComponents, LlmCallEvent, LlmCallKind } from '../agent/turn-events.ts';
+import type { InputComponents, LlmCallEvent, LlmCallKind, ScheduledRunKind } from '../agent/turn-events.ts';
 
 /**
  * One line of `<stateDir>/audit/turn-token-usage.jsonl`: one LLM call (SPEC §4). Exactly these fields, in
@@ -26,6 +26,13 @@ export interface LedgerRecord {
   timestamp: string;
   /** Present on the records of a spawned or messaged session's turns: the correlation id of the turn that started them. */
   parentCorrelationId?: string;
+  /**
+   * Present on the records of scheduled work (SPEC §17): `job` (with {@link LedgerRecord.jobId}) for a job's run,
+   * `heartbeat` for a heartbeat's. `/usage` sums them apart (`jobs`, `heartbeat`).
+   */
+  run?: ScheduledRunKind;
+  /** The job a `job` run was for. */
+  jobId?: string;
   /** Names of the tools the model asked for in this call, when it asked for any. */
   toolCalls?: string[];
 }
@@ -53,6 +60,8 @@ export function ledgerRecordOf(event: LlmCallEvent): LedgerRecord {
     kind: event.kind,
     timestamp: new Date(event.at).toISOString(),
     ...(event.parentCorrelationId ? { parentCorrelationId: event.parentCorrelationId } : {}),
+    ...(event.run ? { run: event.run } : {}),
+    ...(event.jobId ? { jobId: event.jobId } : {}),
     ...(event.toolCalls?.length ? { toolCalls: event.toolCalls } : {}),
   };
 }
@@ -76,5 +85,8 @@ export function parseLedgerLine(line: string): LedgerRecord | undefined {
   const r = value as Partial<LedgerRecord> | null;
   if (!r || typeof r !== 'object' || typeof r.sessionKey !== 'string' || typeof r.correlationId !== 'string' || typeof r.providerId !== 'string') return undefined;
   if (!isCount(r.inputTokens) || !isCount(r.outputTokens) || !isCount(r.cacheReadTokens) || !isCount(r.cacheWriteTokens)) return undefined;
+  // The scheduled-run marks are optional: a foreign value is dropped, the record kept.
+  if (r.run !== undefined && r.run !== 'job' && r.run !== 'heartbeat') delete r.run;
+  if (r.jobId !== undefined && (typeof r.jobId !== 'string' || !r.jobId)) delete r.jobId;
   return r as LedgerRecord;
 }

@@ -24,7 +24,10 @@ export function snapshotPath(ledgerFile: string): string {
   return path.join(path.dirname(ledgerFile), `${path.basename(ledgerFile, '.jsonl')}.snapshot.json`);
 }
 
-/** The snapshot, or undefined when there is none or it cannot be read (then the ledger is read again). */
+/**
+ * The snapshot, or undefined when there is none, it cannot be read, or it lacks the job and heartbeat sums (then
+ * the ledger is read again).
+ */
 export async function readSnapshot(file: string): Promise<LedgerSnapshot | undefined> {
   let text: string;
   try {
@@ -35,6 +38,9 @@ export async function readSnapshot(file: string): Promise<LedgerSnapshot | undef
   try {
     const value = JSON.parse(text) as Partial<LedgerSnapshot>;
     if (value?.version !== 1 || !value.active || !value.totals || !value.summary || !Array.isArray(value.archives)) return undefined;
+    // Written before job and heartbeat sums were kept (or by an older version): its figures lack them, so the
+    // ledger is read again (in the background when long) rather than leaving them at zero.
+    if (!Array.isArray(value.totals.jobs) || !value.totals.heartbeat) return undefined;
     return value as LedgerSnapshot;
   } catch {
     return undefined;

@@ -14,12 +14,19 @@ export interface TokenTotals {
   estimatedCalls: number;
 }
 
-/** `GET /usage`: the gateway's token totals, and per channel. */
+/**
+ * `GET /usage`: the gateway's token totals, per channel, and scheduled work apart (SPEC §17): per job and the
+ * heartbeat. A job's or heartbeat's calls are also in `totals` and in `channels.internal`.
+ */
 export interface UsageReport {
   /** When the ledger begins (its first record), or when this process started if it is empty. */
   since: string;
   totals: TokenTotals;
   channels: Record<string, TokenTotals>;
+  /** Per job id: the records with that `jobId`. Absent where a ledger store does not sum them (cluster mode, for now). */
+  jobs?: Record<string, TokenTotals>;
+  /** The records of heartbeat runs (`run: "heartbeat"`). Absent where a ledger store does not sum them. */
+  heartbeat?: TokenTotals;
 }
 
 export function emptyTotals(): TokenTotals {
@@ -42,6 +49,12 @@ export interface RuntimeTotalsState {
   totals: TokenTotals;
   channels: [string, TokenTotals][];
   keys: [string, TokenTotals & { sessionIds: string[]; latest: { sessionId: string; totals: TokenTotals } }][];
+  /**
+   * Per job id, and the heartbeat (SPEC §17). Always written; a snapshot without them (written before they were
+   * summed, or by an older version) is not used, so they are recomputed from the ledger (`readSnapshot`).
+   */
+  jobs?: [string, TokenTotals][];
+  heartbeat?: TokenTotals;
 }
 
 function sum(into: TokenTotals, t: TokenTotals): void {
@@ -63,6 +76,9 @@ export class RuntimeTotals {
   private readonly channels = new Map<string, TokenTotals>();
   /** Per session key, across its resets (every session id it had), and its latest session's own totals. */
   private readonly keys = new Map<string, TokenTotals & { sessionIds: Set<string>; latest: { sessionId: string; totals: TokenTotals } }>();
+  /** Per job id: the records of its runs. */
+  private readonly jobs = new Map<string, TokenTotals>();
+  private readonly heartbeat = emptyTotals();
   private first: string | undefined;
   private readonly startedAt: number;
 
@@ -79,6 +95,16 @@ export class RuntimeTotals {
       this.channels.set(record.channel, channel);
     }
     add(channel, record);
+    if (record.jobId) {
+      let job = this.jobs.get(record.jobId);
+      if (!job) {
+        job = emptyTotals();
+        this.jobs.set(record.jobId, job);
+      }
+      add(job, record);
+    } else if (record.run === 'heartbeat') {
+      add(this.heartbeat, record);
+    }
     let key = this.keys.get(record.sessionKey);
     if (!key) {
       key = { ...emptyTotals(), sessionIds: new Set(), latest: { sessionId: record.sessionId, totals: emptyTotals() } };
@@ -113,6 +139,8 @@ export class RuntimeTotals {
       keys: [...this.keys.entries()].map(([key, { sessionIds, latest, ...totals }]) => [
         key, { ...totals, sessionIds: [...sessionIds], latest: { sessionId: latest.sessionId, totals: { ...latest.totals } } },
       ]),
+      jobs: [...this.jobs.entries()].map(([id, t]) => [id, { ...t }]),
+      heartbeat: { ...this.heartbeat },
     };
   }
 
@@ -126,6 +154,9 @@ export class RuntimeTotals {
     for (const [key, { sessionIds, latest, ...totals }] of state.keys) {
       this.keys.set(key, { ...totals, sessionIds: new Set(sessionIds), latest: { sessionId: latest.sessionId, totals: { ...latest.totals } } });
     }
+    this.jobs.clear();
+    for (const [id, t] of state.jobs ?? []) this.jobs.set(id, { ...t });
+    Object.assign(this.heartbeat, state.heartbeat ?? emptyTotals());
   }
 
   /** Takes in totals of records that all came before this one's (history read back while new calls came in). */
@@ -138,6 +169,12 @@ export class RuntimeTotals {
       if (channel) sum(channel, t);
       else this.channels.set(id, { ...t });
     }
+    for (const [id, t] of state.jobs ?? []) {
+      const job = this.jobs.get(id);
+      if (job) sum(job, t);
+      else this.jobs.set(id, { ...t });
+    }
+    if (state.heartbeat) sum(this.heartbeat, state.heartbeat);
     for (const [key, { sessionIds, latest, ...totals }] of state.keys) {
       const mine = this.keys.get(key);
       if (!mine) {
@@ -154,6 +191,8 @@ export class RuntimeTotals {
   snapshot(): UsageReport {
     const channels: Record<string, TokenTotals> = {};
     for (const [id, t] of [...this.channels.entries()].sort(([a], [b]) => a.localeCompare(b))) channels[id] = { ...t };
-    return { since: this.first ?? new Date(this.startedAt).toISOString(), totals: { ...this.totals }, channels };
+    const jobs: Record<string, TokenTotals> = {};
+    for (const [id, t] of [...this.jobs.entries()].sort(([a], [b]) => a.localeCompare(b))) jobs[id] = { ...t };
+    return { since: this.first ?? new Date(this.startedAt).toISOString(), totals: { ...this.totals }, channels, jobs, heartbeat: { ...this.heartbeat } };
   }
 }

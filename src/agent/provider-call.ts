@@ -8,7 +8,7 @@ import type { SessionEntry } from '../sessions/entry.ts';
 import type { ActiveSession } from '../sessions/manager.ts';
 import type { BuiltContext } from './context/context.ts';
 import { countTokens } from '../tokens/tokens.ts';
-import { addUsage, scopedEvent, zeroUsage, type LlmCallEvent, type LlmCallKind, type TurnEvents, type TurnScope } from './turn-events.ts';
+import { addUsage, markScheduledRun, scopedEvent, zeroUsage, type LlmCallEvent, type LlmCallKind, type TurnEvents, type TurnScope } from './turn-events.ts';
 import { formatCount } from '../core/plural.ts';
 
 /** What an accounted call needs. */
@@ -70,7 +70,8 @@ export class ProviderCaller {
     const parentCorrelationId = input.message.internal?.parentCorrelationId;
     const scope: TurnScope = { correlationId: input.correlationId, sessionKey: session.key, sessionId: entry.sessionId, channel: input.message.channel, agentId: entry.agentId };
     if (parentCorrelationId) scope.parentCorrelationId = parentCorrelationId;
-    const maxTokens = this.checkSessionBudget(entry, request, logger);
+    markScheduledRun(scope, input.message.internal);
+    const maxTokens = lowerCap(this.checkSessionBudget(entry, request, logger), this.checkRunBudget(request, logger));
     let response: ProviderResponse;
     try {
       response = await provider.complete(
@@ -135,4 +136,30 @@ export class ProviderCaller {
     const key = request.budgetKey ?? 'session.tokenBudget';
     throw new BudgetExceededError('session_budget', `This conversation has used ${formatCount(used)} of its ${formatCount(budget)}-token budget, and the next request alone needs about ${formatCount(prompt)} more, so I did not send it. Start a new session with /new, or ask the owner to raise the budget (${key}).`);
   }
+
+  /**
+   * SPEC §17: a run with its own budget (`internal.runTokenBudget`, a job's `tokenBudget`) is held to it the way a
+   * session is held to `tokenBudget`: the turn's input + output tokens so far plus the predicted prompt must leave
+   * room for an answer, which is then capped at what is left. A call past it is not made; the batch ends
+   * `budget-limited` with the refusal's text. Returns the cap, or undefined when the run has no budget of its own.
+   */
+  private checkRunBudget(request: ProviderCallRequest, logger: Logger): number | undefined {
+    const { input } = request;
+    const budget = input.message.internal?.runTokenBudget;
+    if (!budget || budget <= 0) return undefined;
+    const used = request.usage.inputTokens + request.usage.outputTokens;
+    const prompt = Math.max(0, Math.round(request.estimate ?? request.context.tokens));
+    const reserve = Math.min(request.provider.maxTokens, budget - used - prompt);
+    if (reserve >= 1) return reserve;
+    this.deps.events.emit('onRefusal', { reason: 'run_budget', correlationId: input.correlationId, channel: input.message.channel, sessionKey: request.session.key, at: this.deps.clock.now() });
+    logger.info({ used, budget, prompt, jobId: input.message.internal?.jobId }, 'LLM call refused: it would pass the run token budget');
+    const what = input.message.internal?.jobId ? `This run of job "${input.message.internal.jobId}"` : 'This run';
+    throw new BudgetExceededError('run_budget', `${what} stopped at its token budget: it has used ${formatCount(used)} of ${formatCount(budget)} tokens, and the next request alone needs about ${formatCount(prompt)} more, so I did not send it. Raise the job's tokenBudget to let it do more.`);
+  }
+}
+
+/** The smaller of two completion caps, either of which may be absent. */
+function lowerCap(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined) return b;
+  return b === undefined ? a : Math.min(a, b);
 }

@@ -25,7 +25,7 @@ import { goalRunContinues, RunSettler } from './run-settle.ts';
 import { ephemeralSessionOf, sessionInitOf } from './session-init.ts';
 import { isBackgroundKind, sourceIdOf } from './runs.ts';
 import { toolSchemaTokens } from '../tokens/tokens.ts';
-import { scopedEvent, TurnEvents, zeroUsage, type TurnScope } from './turn-events.ts';
+import { markScheduledRun, scopedEvent, TurnEvents, zeroUsage, type TurnScope } from './turn-events.ts';
 import type { TurnInput } from './turn-input.ts';
 import type { MediaIntake } from './media-intake.ts';
 import type { MediaStore } from '../media/media-store.ts';
@@ -151,7 +151,7 @@ export class AgentRuntime {
     const scope = (): TurnScope => {
       const fields: TurnScope = { correlationId, sessionKey: session.key, sessionId: session.entry.sessionId, channel: message.channel, agentId: session.entry.agentId };
       if (parentCorrelationId) fields.parentCorrelationId = parentCorrelationId;
-      return fields;
+      return markScheduledRun(fields, message.internal);
     };
     const usage = zeroUsage();
     const state = { estimated: false, model: undefined as string | undefined };

@@ -1,5 +1,5 @@
 import type { TokenUsage, TurnResult } from '../core/channel-adapter.ts';
-import type { ChannelId } from '../core/message.ts';
+import type { ChannelId, InternalRoute } from '../core/message.ts';
 import type { Logger } from '../core/logger.ts';
 
 /** Estimated input tokens of one request, by what they were spent on (SPEC §4). */
@@ -17,6 +17,9 @@ export interface InputComponents {
 /** What kind of LLM call it was. */
 export type LlmCallKind = 'turn' | 'compaction' | 'memory-flush';
 
+/** A scheduled run (SPEC §17): a job's turn, or a heartbeat's. */
+export type ScheduledRunKind = 'job' | 'heartbeat';
+
 /** Who a turn belongs to. */
 export interface TurnScope {
   correlationId: string;
@@ -26,6 +29,10 @@ export interface TurnScope {
   agentId: string;
   /** For turns that session tools or spawns started: the correlation id of the turn that started them. */
   parentCorrelationId?: string;
+  /** Set on the turns of scheduled work (an internal message of kind `job` or `heartbeat`), see {@link markScheduledRun}. */
+  run?: ScheduledRunKind;
+  /** The job a `job` run is for (its ledger records carry it, SPEC §17). */
+  jobId?: string;
 }
 
 export interface TurnStartEvent extends TurnScope {
@@ -138,7 +145,24 @@ export class TurnEvents {
 export function scopedEvent<T extends object>(scope: TurnScope, fields: T): TurnScope & T {
   const event: TurnScope = { correlationId: scope.correlationId, sessionKey: scope.sessionKey, sessionId: scope.sessionId, channel: scope.channel, agentId: scope.agentId };
   if (scope.parentCorrelationId) event.parentCorrelationId = scope.parentCorrelationId;
+  if (scope.run) event.run = scope.run;
+  if (scope.jobId) event.jobId = scope.jobId;
   return Object.assign(event, fields);
+}
+
+/**
+ * Marks a turn's scope as scheduled work when its message is one (SPEC §17): an internal message of kind `job`
+ * gives `run: 'job'` and its `jobId`, one of kind `heartbeat` gives `run: 'heartbeat'`; any other message leaves
+ * the scope as it is. Returns the same scope.
+ */
+export function markScheduledRun(scope: TurnScope, internal: InternalRoute | undefined): TurnScope {
+  if (internal?.kind === 'job') {
+    scope.run = 'job';
+    if (internal.jobId) scope.jobId = internal.jobId;
+  } else if (internal?.kind === 'heartbeat') {
+    scope.run = 'heartbeat';
+  }
+  return scope;
 }
 
 export function zeroUsage(): TokenUsage {

@@ -6,6 +6,7 @@ import type { TranscriptEntry } from '../sessions/transcript.ts';
 import { mediaTools } from './media-tools.ts';
 import { memoryTools } from './memory-tools.ts';
 import { ToolRegistry } from './registry.ts';
+import { scheduleTools, type ScheduleJobs } from './schedule-tools.ts';
 import { realTimeout, type TimeoutHandle } from './timeout.ts';
 import type { SessionReader } from './session-access.ts';
 import { sessionTools } from './session-tools.ts';
@@ -21,9 +22,17 @@ export interface BuiltinToolDeps {
   timeout?: (ms: number) => TimeoutHandle;
   /** The bound of a turn's wait for MCP servers still connecting (tests fire it themselves). */
   arrivalTimeout?: (ms: number) => TimeoutHandle;
+  /**
+   * The scheduler's jobs, once they exist (`() => scheduler`, late-bound like `sink`): with it, the `schedule`
+   * tool (`group:schedule`, SPEC §17) is registered; without it, it is not.
+   */
+  jobs?: () => ScheduleJobs | undefined;
 }
 
-/** The registry with the built-in groups: `group:sessions`, `group:memory` (SPEC §11) and `group:media` (SPEC §15). */
+/**
+ * The registry with the built-in groups: `group:sessions`, `group:memory` (SPEC §11), `group:media` (SPEC §15), and
+ * `group:schedule` (SPEC §17) when `deps.jobs` is given.
+ */
 export function createToolRegistry(deps: BuiltinToolDeps): ToolRegistry {
   const timeout = deps.timeout ?? realTimeout;
   const registry = new ToolRegistry({ timeoutMs: deps.config.tools.timeoutSeconds * 1000, maxResultChars: deps.config.tools.maxResultChars, timeout, arrivalTimeout: deps.arrivalTimeout });
@@ -42,6 +51,7 @@ export function createToolRegistry(deps: BuiltinToolDeps): ToolRegistry {
     ...sessionTools({ config: deps.config, reader: deps.reader, sink: deps.sink, createSession, history: deps.history, timeout }),
     ...memoryTools(),
     ...mediaTools({ maxBytes: deps.config.media.maxBytes }),
+    ...(deps.jobs ? scheduleTools({ jobs: deps.jobs, defaultAgentId: deps.config.agents[0]?.id ?? 'main' }) : []),
   ];
   for (const tool of builtins) registry.register(tool);
   return registry;
@@ -49,3 +59,4 @@ export function createToolRegistry(deps: BuiltinToolDeps): ToolRegistry {
 
 export { ToolRegistry } from './registry.ts';
 export type { Tool, ToolContext } from './tool.ts';
+export type { ScheduleJobInput, ScheduleJobs, ScheduleJobView } from './schedule-tools.ts';

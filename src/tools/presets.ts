@@ -1,10 +1,12 @@
 import type { ToolPolicy, ToolPreset } from '../config/schema.ts';
 
-/** The built-in groups of SPEC §11 and §15. MCP servers add `mcp:<server>` groups at run time. */
+/** The built-in groups of SPEC §11, §15 and §17. MCP servers add `mcp:<server>` groups at run time. */
 export const BUILTIN_GROUPS: Readonly<Record<string, readonly string[]>> = {
   'group:sessions': ['sessions_spawn', 'sessions_yield', 'sessions'],
   'group:memory': ['memory_write', 'memory_search'],
   'group:media': ['send_file'],
+  /** Only in preset `full` (or named in `allow`). */
+  'group:schedule': ['schedule'],
 };
 
 /** The groups each preset enables; `full` enables every registered tool. */
