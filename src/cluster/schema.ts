@@ -180,4 +180,27 @@ CREATE TABLE sb_media (
 CREATE INDEX sb_media_stored_at ON sb_media (stored_at);
 `,
   },
+  {
+    // Scheduled jobs in cluster mode (issue 29, SPEC §17): the runtime jobs (config jobs are not stored) and every
+    // job's state, shared so that a due time is claimed by one replica (a conditional upsert of last_due_at).
+    // No foreign key: config jobs have a state and no sb_job row.
+    id: '005-jobs',
+    sql: `
+CREATE TABLE sb_job (
+  job_id text PRIMARY KEY,
+  created_at timestamptz NOT NULL,
+  job jsonb NOT NULL
+);
+CREATE TABLE sb_job_state (
+  job_id text PRIMARY KEY,
+  since timestamptz NOT NULL,
+  last_due_at timestamptz,
+  last_run_at timestamptz,
+  last_outcome text,
+  last_error text,
+  runs bigint NOT NULL DEFAULT 0,
+  paused boolean NOT NULL DEFAULT false
+);
+`,
+  },
 ];
