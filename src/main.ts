@@ -49,7 +49,8 @@ import { pairingAdmin } from './routing/pairing-admin.ts';
 import { SessionManager } from './sessions/manager.ts';
 import { expiresAt } from './sessions/reset.ts';
 import type { KeyvSessionStore } from './sessions/store.ts';
-import { openMediaStore, openPairingStore, openSessionStore } from './stores.ts';
+import { openJobStore, openMediaStore, openPairingStore, openSessionStore } from './stores.ts';
+import { scheduledWork, type ScheduledWork } from './scheduled-work.ts';
 import { MediaIntake } from './agent/media-intake.ts';
 import { startHousekeeping } from './housekeeping.ts';
 import { closePdfWorkers } from './media/document-text.ts';
@@ -97,6 +98,8 @@ export interface StartOptions {
   queueTimers?: QueueTimers;
   /** Timers of media download deadlines (tests fire them themselves). */
   mediaTimers?: DeadlineTimers;
+  /** Timers of job due times and heartbeats (tests fire them themselves). */
+  schedulerTimers?: DeadlineTimers;
   /** Re-keying at start (tests): `afterStep` is called after each step, so a test can crash it half-way. */
   rekeyHooks?: Pick<RekeyDeps, 'afterStep'>;
 }
@@ -198,10 +201,11 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     expiresAt: (entry) => expiresAt(runtime.resetPolicyOf(entry), entry.updatedAt),
   });
   const providers = createProviders(config);
+  let work: ScheduledWork | undefined;
   const tools = createToolRegistry({
     config, sessions, reader: { get: (key) => sessions.get(key), all: () => allSessions(store, sessions) },
     sink: () => gateway.sink, history: (entry) => transcripts.read(entry.sessionId), timeout: options.toolTimeout,
-    arrivalTimeout: options.mcpWaitTimeout,
+    arrivalTimeout: options.mcpWaitTimeout, jobs: () => work?.scheduler,
   });
   const mediaStore = openMediaStore({ stateDir: config.stateDir, logger, pool: cluster?.pool });
   opened.push(() => mediaStore.close?.());
@@ -226,6 +230,13 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     sharedGroupContext: new PgGroupContext({ pool: cluster.pool, limit: config.session.groupContextLimit }),
   } : {}) });
   cluster?.onStopRequest((key) => gateway.lanes.stop(key));
+  // Scheduled work (SPEC §17): config jobs are checked here (a bad schedule stops the start, naming the job).
+  const jobStore = openJobStore({ stateDir: config.stateDir, pool: cluster?.pool });
+  opened.push(() => jobStore.close?.());
+  work = scheduledWork({
+    config, store: jobStore, clock, logger, sink: () => gateway.sink, canDeliver: (channel, accountId) => Boolean(gateway.adapterFor(channel, accountId)),
+    deliveryTargetOf: async (key) => (await sessions.get(key))?.deliveryTarget, ...(options.schedulerTimers ? { timers: options.schedulerTimers } : {}),
+  });
   // Cluster mode: Telegram polling and Discord shards are held by one replica at a time (leases), and Discord
   // chats keep a shared watermark for the back-fill after a takeover.
   const channelLeases = cluster ? new PgChannelLeases({ uri: config.store, leaseMs: config.cluster.laneLeaseMs, pollMs: config.cluster.pollMs, logger }) : undefined;
@@ -362,6 +373,8 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   // MCP servers connect in the background too; their tools join the requests once they are ready.
   setImmediate(() => mcp.start());
   replay(replayNow);
+  // Due and missed jobs are submitted once the gateway takes messages; their replies wait for their channel like replays.
+  await work.start();
   // Cluster mode: claim queued work once this replica's channels had their first try at connecting, so replies can go out.
   // An in-process `switchboard chat` joins no work: it has no platform channel to answer through.
   if (cluster && options.listen !== false) {
@@ -387,6 +400,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   const stop = () => {
     stopping ??= (async () => {
       logger.info('shutting down: no new messages; finishing running turns');
+      work.stop();
       cluster?.queue.close();
       await gateway.close(config.gateway.shutdownGraceMs);
       await supervisor.stop();
@@ -400,6 +414,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       await sessions.flush();
       await transcripts.close();
       await mediaStore.close?.();
+      await jobStore.close?.();
       await closePdfWorkers();
       await inbox?.close();
       await pairing.close().catch(() => undefined);

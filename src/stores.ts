@@ -3,6 +3,9 @@ import { isClusterStore } from './cluster/pg-database.ts';
 import { pgPairingState } from './cluster/pg-pairing.ts';
 import { openPgSessionStore } from './cluster/pg-session-store.ts';
 import { PgMediaStore } from './cluster/pg-media-store.ts';
+import { PgJobStore } from './cluster/pg-job-store.ts';
+import type { JobStore } from './scheduler/jobs.ts';
+import { SqliteJobStore } from './scheduler/sqlite-job-store.ts';
 import path from 'node:path';
 import type { Logger } from './core/logger.ts';
 import { FileMediaStore } from './media/file-media-store.ts';
@@ -40,4 +43,9 @@ export function openMediaStore(options: { stateDir: string; logger: Logger; pool
   return options.pool
     ? new PgMediaStore({ pool: options.pool, logger: options.logger })
     : new FileMediaStore({ dir: path.join(options.stateDir, 'media'), logger: options.logger });
+}
+
+/** The job store (SPEC §17): cluster mode's `sb_job` tables on the shared pool, else `stateDir/jobs.sqlite`. */
+export function openJobStore(options: { stateDir: string; pool?: pg.Pool }): JobStore {
+  return options.pool ? new PgJobStore({ pool: options.pool }) : SqliteJobStore.open(path.join(options.stateDir, 'jobs.sqlite'));
 }

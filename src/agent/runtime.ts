@@ -71,6 +71,8 @@ export class AgentRuntime {
   private readonly settler: RunSettler;
   private lanes: LaneControl = { stop: () => false, depth: () => 0, isRunning: () => false };
   private readonly ephemeralHistories = new WeakMap<ActiveSession, TranscriptEntry[]>();
+  /** A turn's own model (a heartbeat's cheaper `model`, SPEC §17), for the session entry it runs on. */
+  private readonly turnModels = new WeakMap<SessionEntry, string>();
 
   constructor(options: RuntimeOptions) {
     this.options = options;
@@ -115,7 +117,7 @@ export class AgentRuntime {
   modelOf(entry: SessionEntry): { providerId: string; model: string; contextWindow: number; provider: Provider } {
     const agent = this.agentFor(entry.agentId);
     const provider = requireProvider(this.options.providers, agent.providerId);
-    return { providerId: provider.id, model: entry.overrides.model ?? agent.model, contextWindow: provider.contextWindow, provider };
+    return { providerId: provider.id, model: this.turnModels.get(entry) ?? entry.overrides.model ?? agent.model, contextWindow: provider.contextWindow, provider };
   }
 
   resetPolicyOf(entry: SessionEntry): ResetPolicy {
@@ -297,7 +299,13 @@ export class AgentRuntime {
       await this.settler.persist(entry, logger);
       await this.options.transcripts.create(entry.sessionId, entry.key, new Date(now));
     }
-    const result = await this.batches.run(session, batchInputOf(input, text, priorRunState), { usage, state, logger, scope });
+    if (message.internal?.model) this.turnModels.set(entry, message.internal.model);
+    let result: Awaited<ReturnType<BatchRunner['run']>>;
+    try {
+      result = await this.batches.run(session, batchInputOf(input, text, priorRunState), { usage, state, logger, scope });
+    } finally {
+      this.turnModels.delete(entry);
+    }
     await this.settler.finishEntry(session, message, input.logger, this.options.clock.now(), true);
     if (result.outcome === 'skipped') return { outcome: 'skipped', replies: [] };
     return { outcome: 'replied', replies: result.text ? [reply(result.text, 'reply', notice)] : [], ...(result.continuation ? { continuation: result.continuation } : {}) };

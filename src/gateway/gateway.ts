@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
+import { isQuietHeartbeat } from '../scheduler/heartbeat.ts';
 import { zeroUsage } from '../agent/turn-events.ts';
 import { warmTokenCounts } from '../tokens/tokens.ts';
 import type { ChannelAdapter, InboundSink, Submission, SubmitOptions, TurnResult } from '../core/channel-adapter.ts';
@@ -265,7 +266,7 @@ export class Gateway {
           });
           await this.markCarried(plan, logger);
           await stopTyping();
-          await this.outbound.deliverReplies(message, result.replies, logger, durable, replay?.sent ?? 0, job, live);
+          await this.outbound.deliverReplies(message, deliverable(message, result.replies), logger, durable, replay?.sent ?? 0, job, live);
           // No reply to finish it with (a skipped turn): the live reply stops where it is.
           await live?.abandon();
         } catch (error) {
@@ -378,4 +379,9 @@ export class Gateway {
     await this.outbound.deliver(message, reply, logger);
     return { ...base, replies: [reply], outcome: 'failed' };
   }
+}
+
+/** The replies that go out: a heartbeat that has nothing to say (`HEARTBEAT_OK`, or empty) says nothing (SPEC §17). */
+function deliverable(message: InboundMessage, replies: OutboundMessage[]): OutboundMessage[] {
+  return message.internal?.kind === 'heartbeat' ? replies.filter((r) => !isQuietHeartbeat(r.text)) : replies;
 }

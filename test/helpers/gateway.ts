@@ -35,6 +35,8 @@ export async function startTestGateway(options: {
   queueTimers?: StartOptions['queueTimers'];
   /** Timers of media download deadlines. */
   mediaTimers?: StartOptions['mediaTimers'];
+  /** Timers of job due times and heartbeats. */
+  schedulerTimers?: StartOptions['schedulerTimers'];
 }): Promise<RunningGateway> {
   const config = testConfig(options.dir, options.config, options.env);
   const gw = await startGateway({
@@ -42,6 +44,7 @@ export async function startTestGateway(options: {
     ...(options.pollBackoff ? { pollBackoff: options.pollBackoff } : {}),
     ...(options.queueTimers ? { queueTimers: options.queueTimers } : {}),
     ...(options.mediaTimers ? { mediaTimers: options.mediaTimers } : {}),
+    ...(options.schedulerTimers ? { schedulerTimers: options.schedulerTimers } : {}),
   });
   // Channels connect in the background; tests start from the outcome of each channel's first attempt.
   await gw.supervisor.firstAttempts();

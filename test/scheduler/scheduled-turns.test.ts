@@ -1,0 +1,83 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Clock } from '../../src/core/clock.ts';
+import type { RunningGateway } from '../../src/main.ts';
+import { lastUser } from '../fakes/fake-openai.ts';
+import { useFakeOpenAI, useTempDir } from '../helpers/fixtures.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
+import { ManualTimers } from '../helpers/manual-timers.ts';
+import { TestChannel } from '../helpers/test-channel.ts';
+import { until } from '../helpers/wait.ts';
+
+/** The gateway's clock, moved by the test; the scheduler's timers fire as it moves. */
+class MovableClock implements Clock {
+  readonly timers = new ManualTimers();
+  constructor(public at: number) {}
+  now(): number { return this.at; }
+  advance(ms: number): void {
+    this.at += ms;
+    this.timers.advance(ms);
+  }
+}
+
+const START = Date.UTC(2026, 11, 2, 6, 30);
+
+describe('scheduled turns through the gateway (SPEC §17)', () => {
+  const tmp = useTempDir('switchboard-scheduled-');
+  const openai = useFakeOpenAI();
+  let gw: RunningGateway | undefined;
+  afterEach(async () => { await gw?.stop(); gw = undefined; });
+
+  async function start(config: Record<string, unknown>) {
+    const channel = new TestChannel('telegram');
+    const clock = new MovableClock(START);
+    gw = await startTestGateway({
+      dir: tmp.dir, adapters: [channel], clock, schedulerTimers: clock.timers,
+      config: {
+        providers: { default: { baseUrl: openai.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0 } },
+        channels: { telegram: { enabled: true, botToken: 'test-token', dmPolicy: 'open' } }, ...config,
+      },
+    });
+    return { channel, clock };
+  }
+
+  it('a config job runs its prompt in its own session at its due time and the answer reaches its Telegram topic', async () => {
+    const { channel, clock } = await start({ jobs: [{ id: 'standup', schedule: '0 7 * * *', timezone: 'UTC', prompt: 'post the standup reminder', deliverTo: { channel: 'telegram', group: '-100555', threadId: '9' } }] });
+    clock.advance(29 * 60_000);
+    expect(openai.requests).toHaveLength(0);
+    clock.advance(60_000);
+    await channel.waitForSent(1);
+    expect(lastUser(openai.requests[0]!)).toContain('post the standup reminder');
+    expect(channel.sent[0]!.target).toMatchObject({ channel: 'telegram', chatId: '-100555', chatType: 'group', threadId: '9' });
+    expect(channel.sent[0]!.message.text).toBe('echo: post the standup reminder');
+    expect(await gw!.sessions.get('agent:main:job:standup')).toBeDefined();
+  });
+
+  it('heartbeat: an empty HEARTBEAT.md costs no LLM call; with content it runs, and HEARTBEAT_OK is not delivered', async () => {
+    const { channel, clock } = await start({ heartbeat: { every: '30m' } });
+    const workspace = gw!.config.agents[0]!.workspace;
+    mkdirSync(workspace, { recursive: true });
+    writeFileSync(path.join(workspace, 'HEARTBEAT.md'), '# Heartbeat\n\n<!-- add checks here -->\n');
+    // A DM first, so the main session has a chat to answer in.
+    await channel.inject('hello');
+    await channel.waitForSent(1);
+    const calls = openai.requests.length;
+    for (let i = 0; i < 48; i++) clock.advance(30 * 60_000); // a whole idle day
+    await new Promise((r) => setTimeout(r, 50));
+    expect(openai.requests.length).toBe(calls);
+    console.info(`[heartbeat] an idle day (48 beats every 30 min) with an empty HEARTBEAT.md: ${openai.requests.length - calls} LLM calls, 0 tokens`);
+
+    writeFileSync(path.join(workspace, 'HEARTBEAT.md'), '# Heartbeat\n\n- Tell me if the build is red.\n');
+    openai.script.push({ content: 'HEARTBEAT_OK' });
+    clock.advance(30 * 60_000);
+    await until(() => openai.requests.length > calls, 'the heartbeat turn');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(channel.texts()).toEqual(['echo: hello']);
+
+    openai.script.push({ content: 'The build is red.' });
+    clock.advance(30 * 60_000);
+    await channel.waitForSent(2);
+    expect(channel.texts()[1]).toBe('The build is red.');
+  });
+});
