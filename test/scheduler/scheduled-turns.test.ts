@@ -52,6 +52,10 @@ describe('scheduled turns through the gateway (SPEC §17)', () => {
     expect(channel.sent[0]!.target).toMatchObject({ channel: 'telegram', chatId: '-100555', chatType: 'group', threadId: '9' });
     expect(channel.sent[0]!.message.text).toBe('echo: post the standup reminder');
     expect(await gw!.sessions.get('agent:main:job:standup')).toBeDefined();
+    await gw!.accounting.flush();
+    await channel.inject('/usage', { peerId: '7', chatId: '7' });
+    await channel.waitForSent(2);
+    expect(channel.texts()[1]).toMatch(/• job standup: [\d,]+ tokens? in 1 call/);
   });
 
   it('heartbeat: an empty HEARTBEAT.md costs no LLM call; with content it runs, and HEARTBEAT_OK is not delivered', async () => {
@@ -79,5 +83,10 @@ describe('scheduled turns through the gateway (SPEC §17)', () => {
     clock.advance(30 * 60_000);
     await channel.waitForSent(2);
     expect(channel.texts()[1]).toBe('The build is red.');
+    // /usage shows the heartbeat's tokens on their own line.
+    await gw!.accounting.flush();
+    await channel.inject('/usage');
+    await channel.waitForSent(3);
+    expect(channel.texts()[2]).toMatch(/• heartbeat: [\d,]+ tokens? in 2 calls/);
   });
 });

@@ -199,6 +199,10 @@ export interface GatewayFigures {
 interface GatewayUsage {
   totals: { totalTokens: number; llmCalls: number };
   channels: Record<string, { totalTokens: number; llmCalls: number }>;
+  /** Scheduled jobs' runs, by job id (SPEC §17). */
+  jobs?: Record<string, { totalTokens: number; llmCalls: number }>;
+  /** Heartbeat turns (SPEC §17). */
+  heartbeat?: { totalTokens: number; llmCalls: number };
 }
 
 /** Adds the gateway's figures (as `GET /status` and `GET /usage` report them) to `/status` and `/usage`. */
@@ -231,6 +235,8 @@ export function registerGatewayCommands(registry: CommandRegistry, figures: Gate
         return [
           session,
           `• gateway: ${plural(report.totals.totalTokens, 'token')} in ${plural(report.totals.llmCalls, 'LLM call')} · ${channel}: ${plural(here.totalTokens, 'token')} in ${plural(here.llmCalls, 'call')}`,
+          ...(report.heartbeat?.llmCalls ? [`• heartbeat: ${plural(report.heartbeat.totalTokens, 'token')} in ${plural(report.heartbeat.llmCalls, 'call')}`] : []),
+          ...Object.entries(report.jobs ?? {}).map(([id, t]) => `• job ${id}: ${plural(t.totalTokens, 'token')} in ${plural(t.llmCalls, 'call')}`),
         ].join('\n');
       },
     });

@@ -80,7 +80,7 @@ export function registerCheckedCommands(registry: CommandRegistry, sources: Chec
       ...usage,
       async run(context) {
         // The entry's totals are the key's across resets; this session's own come from the ledger.
-        const gatewayLines = (await usage.run(context)).split('\n').filter((line) => line.startsWith('• gateway:'));
+        const gatewayLines = (await usage.run(context)).split('\n').filter((line) => /^• (gateway|heartbeat|job [^:]+):/.test(line));
         const { key, sessionId, sessionStartedAt } = context.session.entry;
         const [session, all] = await Promise.all([sources.sessionTotals(key, sessionId), sources.keyTotals(key)]);
         const since = new Date(sessionStartedAt).toISOString().slice(0, 16).replace('T', ' ');
