@@ -3,6 +3,7 @@ import pretty from 'pino-pretty';
 import { runChat } from './cli/chat.ts';
 import { runDoctor } from './cli/doctor.ts';
 import { initWorkspaces } from './cli/init.ts';
+import { jobsAdd, jobsList, jobsOfGateway, jobsRemove, jobsRun, jobsSetPaused, type JobsAddOptions } from './cli/jobs.ts';
 import { runMigrate } from './cli/migrate-command.ts';
 import { pairingApprove, pairingList, pairingRevoke } from './cli/pairing.ts';
 import { runSessions } from './cli/sessions.ts';
@@ -100,6 +101,27 @@ pairing.command('approve').description('approve a pairing code').argument('<chan
 pairing.command('revoke').description('remove a paired peer').argument('<channel>').argument('<peer>').action(async (channel: string, peer: string) => {
   if (!(await pairingRevoke(config(), channel, peer, process.stdout))) process.exitCode = 1;
 });
+
+const jobs = program.command('jobs').description('scheduled jobs of the running gateway: list, add, remove, run now, pause, resume');
+jobs.command('list').description('every job: id, schedule, next run, last run and outcome, paused').option('--json', 'print JSON')
+  .action(async (opts: { json?: boolean }) => { await jobsList(await jobsOfGateway(config()), Boolean(opts.json), process.stdout); });
+jobs.command('add').description('add a job that runs a prompt on a schedule and delivers the answer to a chat')
+  .requiredOption('--schedule <when>', 'a cron expression ("0 8 * * *"), "every 30m", or an ISO time for a one-off')
+  .requiredOption('--prompt <text>', 'what the agent is asked at each run')
+  .requiredOption('--channel <channel>', 'where the answer goes: telegram, discord, slack or webchat')
+  .option('--peer <id>', 'a direct chat: the person\'s platform id').option('--group <id>', 'a group or channel id').option('--thread <id>', 'a thread or topic in the group')
+  .option('--account <id>', 'the channel account (default: default)').option('--agent <agentId>', 'the agent that answers')
+  .option('--tz <zone>', 'IANA time zone of the schedule, e.g. Europe/Berlin').option('--id <id>', 'the job id (default: made up)')
+  .option('--session <key>', 'run in this session instead of the job\'s own').option('--token-budget <n>', 'input + output tokens one run may use')
+  .action(async (opts: JobsAddOptions) => { await jobsAdd(await jobsOfGateway(config()), opts, process.stdout); });
+jobs.command('remove').description('remove a job (jobs of the config file stay: edit the config)').argument('<id>')
+  .action(async (id: string) => { await jobsRemove(await jobsOfGateway(config()), id, process.stdout); });
+jobs.command('run').description('run a job now, once').argument('<id>')
+  .action(async (id: string) => { await jobsRun(await jobsOfGateway(config()), id, process.stdout); });
+jobs.command('pause').description('stop a job from running until resumed').argument('<id>')
+  .action(async (id: string) => { await jobsSetPaused(await jobsOfGateway(config()), id, true, process.stdout); });
+jobs.command('resume').description('let a paused job run again').argument('<id>')
+  .action(async (id: string) => { await jobsSetPaused(await jobsOfGateway(config()), id, false, process.stdout); });
 
 program.command('doctor').description('check the config, state folder, port, provider, channel tokens and DM sessions')
   .addOption(portOption()).addOption(hostOption())

@@ -15,6 +15,8 @@ export interface MetricsSources {
   messages(): Record<string, number>;
   /** Replies given up on after the channel's retries, by `channel/account` (SPEC §16). */
   repliesFailed?(): Record<string, number>;
+  /** Scheduled job runs since start, by outcome (`delivered`, `silent`, `failed`, `undeliverable`, `budget`; SPEC §17). */
+  jobRuns?(): Record<string, number>;
   /** Cluster mode: lane takeovers, lease losses, reruns and duplicate-reply windows hit by this replica. */
   cluster?(): { takeovers: number; leaseLosses: number; reruns: number; duplicateWindows: number };
 }
@@ -88,6 +90,16 @@ export class GatewayMetrics {
         collect() {
           this.reset();
           for (const [channel, n] of Object.entries(failed())) this.inc({ channel }, n);
+        },
+      });
+    }
+    if (sources.jobRuns) {
+      const runs = sources.jobRuns.bind(sources);
+      new Counter({
+        name: 'switchboard_job_runs_total', help: 'Scheduled job runs since start, by outcome (delivered, silent, failed, undeliverable, budget).', labelNames: ['outcome'], registers,
+        collect() {
+          this.reset();
+          for (const [outcome, n] of Object.entries(runs())) this.inc({ outcome }, n);
         },
       });
     }

@@ -1,6 +1,7 @@
 import type { ChannelStatus } from '../core/channel-adapter.ts';
 import type { ProviderFailure, ProviderTracker } from './provider-tracker.ts';
 import type { DeliveryFailure } from '../core/delivery-retry.ts';
+import type { JobView } from '../scheduler/jobs.ts';
 
 /** One channel account in `GET /status`. */
 export interface ChannelStatusReport {
@@ -41,7 +42,23 @@ export interface StatusReport {
   cluster?: { replicaId: string; replicas: unknown[] };
   /** Replies given up on after the channel's retries (SPEC §16), by `channel/account`, and the latest ones. */
   deliveries?: { failed: Record<string, number>; recent: DeliveryFailure[] };
+  /** Scheduled jobs (SPEC §17): how many, how many paused, the next due time, the latest runs (newest first). */
+  jobs?: JobsStatusReport;
 }
+
+/** The jobs part of `GET /status`; times are ISO strings. */
+export interface JobsStatusReport {
+  count: number;
+  paused: number;
+  nextRunAt?: string;
+  /** The last run of each job that ran, newest first, at most {@link RECENT_JOB_RUNS}. */
+  recent: { jobId: string; at: string; outcome: string }[];
+  /** Set when the jobs could not be listed. */
+  error?: string;
+}
+
+/** How many recent job runs `/status` lists. */
+export const RECENT_JOB_RUNS = 10;
 
 /** One MCP server in `GET /status`. */
 export interface McpStatusReport {
@@ -69,6 +86,8 @@ export interface StatusSources {
   cluster?(): Promise<{ replicaId: string; replicas: unknown[] }>;
   /** Replies given up on. */
   deliveries?(): { byChannel: Record<string, number>; recent: DeliveryFailure[] };
+  /** Scheduled jobs (the scheduler's `JobsService.list`). */
+  jobs?(): Promise<JobView[]>;
 }
 
 /** Builds the status report; a store that cannot count gives `persisted: null` rather than failing. */
@@ -91,10 +110,27 @@ export async function buildStatusReport(sources: StatusSources): Promise<StatusR
     queue: sources.queue(),
     mcp: sources.mcp?.() ?? [],
     ...(sources.deliveries ? { deliveries: deliveriesOf(sources.deliveries()) } : {}),
+    ...(sources.jobs ? { jobs: await sources.jobs().then(jobsReport, (err: unknown) => ({ count: 0, paused: 0, recent: [], error: String((err as Error).message) })) } : {}),
     ...(sources.cluster ? { cluster: await sources.cluster().catch((err: unknown) => ({ replicaId: '', replicas: [], error: String((err as Error).message) })) } : {}),
   };
 }
 
 function deliveriesOf(d: { byChannel: Record<string, number>; recent: DeliveryFailure[] }): NonNullable<StatusReport['deliveries']> {
   return { failed: d.byChannel, recent: d.recent };
+}
+
+/** Counts, the soonest next run and the latest runs of a job list. */
+export function jobsReport(views: readonly JobView[]): JobsStatusReport {
+  const next = views.map((v) => v.nextRunAt).filter((t): t is number => t !== undefined && Number.isFinite(t));
+  const recent = views
+    .filter((v) => v.state.lastRunAt !== undefined && v.state.lastOutcome !== undefined)
+    .sort((a, b) => (b.state.lastRunAt ?? 0) - (a.state.lastRunAt ?? 0))
+    .slice(0, RECENT_JOB_RUNS)
+    .map((v) => ({ jobId: v.job.id, at: new Date(v.state.lastRunAt ?? 0).toISOString(), outcome: v.state.lastOutcome ?? '' }));
+  return {
+    count: views.length,
+    paused: views.filter((v) => v.state.paused).length,
+    ...(next.length ? { nextRunAt: new Date(Math.min(...next)).toISOString() } : {}),
+    recent,
+  };
 }

@@ -1,7 +1,9 @@
 import type { ResolvedConfig } from '../config/resolved.ts';
 import { StateLockedError, SwitchboardError } from '../core/errors.ts';
 import { readStateOwner, StateLock, type StateOwner } from '../core/state-lock.ts';
+import type { JobInput } from '../scheduler/jobs.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
+import type { JobViewJson } from '../http/job-routes.ts';
 
 /** Where a command runs: against the gateway that owns the state folder, or in this process. */
 export type CommandTarget = { kind: 'gateway'; client: GatewayClient; owner: StateOwner } | { kind: 'local' };
@@ -57,8 +59,12 @@ export class GatewayClient {
     return this.json<T>(await this.request('GET', path));
   }
 
-  async post<T>(path: string, body: unknown): Promise<T> {
-    return this.json<T>(await this.request('POST', path, body));
+  async post<T>(path: string, body: unknown, headers: Record<string, string> = {}): Promise<T> {
+    return this.json<T>(await this.request('POST', path, body, headers));
+  }
+
+  async delete<T>(path: string): Promise<T> {
+    return this.json<T>(await this.request('DELETE', path));
   }
 
   /** POSTs and calls `onEvent` for each Server-Sent Event of the answer, until the stream ends. */
@@ -135,4 +141,27 @@ export async function* gatewaySessions(client: GatewayClient, query: Record<stri
     yield* page.sessions;
     cursor = page.nextCursor;
   } while (cursor);
+}
+
+/** The jobs of a running gateway (`/admin/jobs`, SPEC §17), as `switchboard jobs` uses them. */
+export interface GatewayJobs {
+  list(): Promise<JobViewJson[]>;
+  /** Adds a runtime job, made by `cli`. */
+  add(input: JobInput): Promise<JobViewJson>;
+  remove(id: string): Promise<void>;
+  /** Queues a run now. */
+  run(id: string): Promise<void>;
+  setPaused(id: string, paused: boolean): Promise<JobViewJson>;
+}
+
+/** {@link GatewayJobs} over HTTP; failures are {@link GatewayRequestError}s with the gateway's message. */
+export function gatewayJobs(client: GatewayClient): GatewayJobs {
+  const path = (id: string) => `/admin/jobs/${encodeURIComponent(id)}`;
+  return {
+    list: async () => (await client.get<{ jobs: JobViewJson[] }>('/admin/jobs')).jobs,
+    add: (input) => client.post<JobViewJson>('/admin/jobs', input, { 'x-switchboard-client': 'cli' }),
+    remove: async (id) => { await client.delete(path(id)); },
+    run: async (id) => { await client.post(`${path(id)}/run`, {}); },
+    setPaused: (id, paused) => client.post<JobViewJson>(`${path(id)}/${paused ? 'pause' : 'resume'}`, {}),
+  };
 }

@@ -1,8 +1,8 @@
-// The dashboard: views by URL hash (#/sessions[/<key>], #/chat, #/channels, #/runs, #/providers, #/pairing),
+// The dashboard: views by URL hash (#/sessions[/<key>], #/chat, #/channels, #/runs (runs and jobs), #/providers, #/pairing),
 // kept current by one Server-Sent Events stream (GET /dashboard/events) that reconnects after a restart.
 import { $, api, debounce, toast } from './api.js';
 import { initChat, onSessionEvents as chatSessionsChanged, showChat } from './chat.js';
-import { renderPairing, renderStatus, showProviders, showRuns } from './ops.js';
+import { renderPairing, renderStatus, showJobs, showProviders, showRuns } from './ops.js';
 import { initSessions, onSessionEvents as listSessionsChanged, showSessions } from './sessions.js';
 
 const VIEWS = ['sessions', 'chat', 'channels', 'runs', 'providers', 'pairing'];
@@ -28,7 +28,8 @@ async function route() {
   try {
     if (view === 'sessions') await showSessions(arg);
     else if (view === 'chat') await showChat();
-    else if (view === 'runs') await showRuns();
+    // Jobs only on a gateway whose /status lists them (one that runs the scheduler).
+    else if (view === 'runs') await Promise.all([showRuns(), state.status?.jobs ? showJobs() : undefined]);
     else if (view === 'providers') await showProviders(state.status);
     else if (view === 'pairing') renderPairing(await api('/admin/pairing'));
     else if (view === 'channels' && state.status) renderStatus(state.status);
@@ -66,8 +67,11 @@ function connect() {
     state.startedAt = hello.startedAt;
   });
   source.addEventListener('status', (e) => {
+    const jobsBefore = JSON.stringify(state.status?.jobs);
     state.status = JSON.parse(e.data);
     renderStatus(state.status);
+    // A run ended or a job changed: the jobs table follows.
+    if (state.view === 'runs' && state.status.jobs && JSON.stringify(state.status.jobs) !== jobsBefore) void showJobs().catch(() => undefined);
   });
   source.addEventListener('pairing', (e) => renderPairing(JSON.parse(e.data)));
   source.addEventListener('signed-out', () => {

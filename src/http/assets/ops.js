@@ -1,5 +1,5 @@
-// The gateway views: channels (and MCP servers) with their health, runs, providers, pairing.
-import { $, act, api, fmt, h, table, when } from './api.js';
+// The gateway views: channels (and MCP servers) with their health, runs and scheduled jobs, providers, pairing.
+import { $, act, api, fmt, h, table, toast, when } from './api.js';
 
 const sessionLink = (key) => h('a', { href: `#/sessions/${encodeURIComponent(key)}`, class: 'mono', text: key });
 
@@ -99,6 +99,80 @@ export async function showRuns() {
       return b;
     }],
   ], runs, 'No run is running or continuing.'));
+}
+
+// Scheduled jobs (SPEC §17), a table under the runs: schedule, next run, last run and its outcome, and the
+// actions "run now" and pause/resume through /admin/jobs. Reloaded when the view opens, after an action, and
+// when the jobs part of /status changes (a run ended, a job was added elsewhere).
+
+/** How a run's outcome reads: delivered and silent are fine, the others are problems. */
+const OUTCOME_TONE = { delivered: 'ok', silent: 'off', failed: 'bad', undeliverable: 'bad', budget: 'warn' };
+
+const jobPath = (id) => `/admin/jobs/${encodeURIComponent(id)}`;
+
+/** A button that runs `run` at once (no confirmation: pausing is undone by resuming). */
+function direct(label, run) {
+  const b = h('button', { type: 'button', class: 'ghost small', text: label });
+  b.addEventListener('click', async () => {
+    b.disabled = true;
+    try {
+      toast(await run());
+    } catch (e) {
+      toast(e.message, true);
+    } finally {
+      b.disabled = false;
+    }
+  });
+  return b;
+}
+
+function jobState(j) {
+  if (j.job.enabled === false) return h('span', { class: 'state off', 'data-state': 'disabled', text: 'disabled' });
+  if (j.state.paused) return h('span', { class: 'state warn', 'data-state': 'paused', text: 'paused' });
+  return h('span', { class: 'state ok', 'data-state': 'active', text: 'active' });
+}
+
+function jobLastRun(j) {
+  if (!j.state.lastRunAt) return h('span', { class: 'muted', text: 'never' });
+  const outcome = j.state.lastOutcome ?? '';
+  return h('span', { title: j.state.lastError ?? '' }, `${when(j.state.lastRunAt)} `,
+    h('span', { class: `state ${OUTCOME_TONE[outcome] ?? 'off'}`, 'data-outcome': outcome, text: outcome }));
+}
+
+function jobActions(j) {
+  const run = h('button', { type: 'button', class: 'small', text: 'Run now…' });
+  run.addEventListener('click', () => act(run, { title: `Run job ${j.job.id} now?`, text: 'It runs once, whatever its schedule, and delivers its answer as usual.', ok: 'Run now' }, async () => {
+    await api(`${jobPath(j.job.id)}/run`, { method: 'POST', body: {} });
+    void showJobs();
+    return `Queued a run of ${j.job.id}.`;
+  }));
+  const paused = Boolean(j.state.paused);
+  const toggle = direct(paused ? 'Resume' : 'Pause', async () => {
+    const view = await api(`${jobPath(j.job.id)}/${paused ? 'resume' : 'pause'}`, { method: 'POST', body: {} });
+    renderJobs(await api('/admin/jobs').then((r) => r.jobs).catch(() => [view]));
+    return paused ? `Resumed ${j.job.id}.` : `Paused ${j.job.id}.`;
+  });
+  return h('span', { class: 'actions' }, run, ' ', toggle);
+}
+
+/** The jobs table from `GET /admin/jobs`'s `jobs`. */
+export function renderJobs(jobs) {
+  $('jobs').replaceChildren(table([
+    ['job', (j) => h('span', { class: 'mono', 'data-job': j.job.id, text: j.job.id })],
+    ['schedule', (j) => (j.job.timezone ? `${j.job.schedule} (${j.job.timezone})` : j.job.schedule)],
+    ['next run', (j) => when(j.nextRunAt)],
+    ['last run', jobLastRun],
+    ['runs', (j) => j.state.runs ?? 0, 'num'],
+    ['state', jobState],
+    ['', jobActions],
+  ], jobs, 'No jobs. Add one with switchboard jobs add, or ask the agent to schedule one.'));
+}
+
+/** Loads and shows the jobs (called only for a gateway whose /status lists jobs). */
+export async function showJobs() {
+  const { jobs } = await api('/admin/jobs');
+  $('jobs-part').hidden = false;
+  renderJobs(jobs);
 }
 
 export async function showProviders(status) {
