@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { ServerType } from '@hono/node-server';
 import { closeGracefully, listen } from './http/serve.ts';
@@ -27,11 +27,13 @@ import { mountAdminRoutes } from './http/admin-routes.ts';
 import { mountCliRoutes } from './http/cli-routes.ts';
 import { mountWebchatRoutes } from './http/webchat-routes.ts';
 import { mountMediaRoutes } from './http/media-routes.ts';
+import { mountHookRoutes, withHookAuthExemption } from './http/hook-routes.ts';
+import { mountJobRoutes } from './http/job-routes.ts';
 import { mediaBodyLimits } from './http/media-upload.ts';
 import { mountPairingRoutes } from './http/pairing-routes.ts';
 import { mountRunRoutes } from './http/run-routes.ts';
 import { resumeInterruptedRuns } from './gateway/resume.ts';
-import { applyRekey, formerKeysOf, planRekey, routingFingerprint, type RekeyDeps } from './gateway/rekey.ts';
+import { formerKeysOf, rekeyIfRoutingChanged, type RekeyDeps } from './gateway/rekey.ts';
 import { createToolRegistry } from './tools/index.ts';
 import { McpHub } from './tools/mcp/mcp-hub.ts';
 import type { TimeoutHandle } from './tools/timeout.ts';
@@ -131,23 +133,6 @@ export interface RunningGateway {
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/;
-
-/**
- * SPEC §12: when `identityLinks` or `bindings` changed since the last start, entries that would now get
- * another key move there with their transcripts before any message is routed. The fingerprint is written
- * only once every move is done, so a crash half-way repeats the (idempotent) moves at the next start.
- */
-async function rekeyIfRoutingChanged(config: ResolvedConfig, store: KeyvSessionStore, transcripts: AgentTranscriptStores, logger: Logger, now: number, hooks?: StartOptions['rekeyHooks']): Promise<void> {
-  const file = path.join(config.stateDir, 'routing.json');
-  const fingerprint = routingFingerprint(config);
-  // No file: a state folder from before bindings, whose routing is unknown, so every entry is checked as after a change.
-  const previous = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
-  if (previous === fingerprint) return;
-  const moves = await planRekey(allSessions(store), config);
-  if (moves.length) logger.info({ moves: moves.length }, 'identity links or bindings changed: re-keying sessions');
-  await applyRekey(moves, { store, transcripts, stateDir: config.stateDir, logger, now, afterStep: hooks?.afterStep });
-  writeFileSync(file, fingerprint);
-}
 
 /** The chat commands, as platforms list them (`setMyCommands`). */
 function chatCommands(runtime: AgentRuntime, config: ResolvedConfig): { command: string; description: string }[] {
@@ -261,6 +246,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       runningTurns: () => gateway.lanes.runningCount,
       messages: () => ({ ...gateway.stats }),
       repliesFailed: () => gateway.deliveryFailures().byChannel,
+      jobRuns: () => work.scheduler.runCounts,
       ...(cluster ? { cluster: () => cluster.queue.stats } : {}),
     },
   });
@@ -305,6 +291,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     queue: () => ({ running: gateway.lanes.runningCount, queued: gateway.lanes.totalQueued() }),
     mcp: () => mcp.status(),
     deliveries: () => gateway.deliveryFailures(),
+    jobs: () => work.scheduler.list(),
     ...(cluster ? { cluster: async () => ({ replicaId: cluster.replicaId, replicas: await cluster.replicas.live() }) } : {}),
   });
   registerGatewayCommands(runtime.commands, { status, usage: () => accounting.usage() });
@@ -326,10 +313,13 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     bodyLimits: mediaBodyLimits(config.gateway.maxBodyBytes, config.media),
     host: config.gateway.host,
     allowedHosts: config.gateway.allowedHosts,
-    browserAuth: (c) => dashboardAuth.verdict(c),
+    browserAuth: withHookAuthExemption(config.hooks.token, (c) => dashboardAuth.verdict(c)),
     logger,
     channelRoutes: adapters.flatMap((a) => a.routes?.() ?? []),
     mounts: [
+      // First, so that no other route takes /hooks/* before its own token is checked.
+      mountHookRoutes({ token: config.hooks.token, sink: gateway.sink, jobs: work.scheduler, config, clock, logger, onRefusal: (e) => runtime.events.emit('onRefusal', e) }),
+      mountJobRoutes({ jobs: work.scheduler }),
       mountAdminRoutes({ store, sessions, transcripts, resetSession: (key) => gateway.runOnLane(key, () => runtime.resetByKey(key, 'admin')),
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)), budgetOf: (entry) => runtime.agentFor(entry.agentId).tokenBudget }),
       mountOpenAIRoutes({

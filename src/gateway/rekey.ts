@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, open, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResolvedConfig } from '../config/resolved.ts';
@@ -261,4 +261,21 @@ export async function formerKeysOf(file: string): Promise<string[]> {
 /** What keys depend on besides the message: a change here is what re-keying looks for. */
 export function routingFingerprint(config: ResolvedConfig): string {
   return JSON.stringify({ identityLinks: config.session.identityLinks, bindings: config.bindings, agents: config.agents.map((a) => a.id) });
+}
+
+/**
+ * SPEC §12: when `identityLinks` or `bindings` changed since the last start, entries that would now get
+ * another key move there with their transcripts before any message is routed. The fingerprint is written
+ * only once every move is done, so a crash half-way repeats the (idempotent) moves at the next start.
+ */
+export async function rekeyIfRoutingChanged(config: ResolvedConfig, store: SessionStore, transcripts: AgentTranscriptStores, logger: Logger, now: number, hooks?: Pick<RekeyDeps, 'afterStep'>): Promise<void> {
+  const file = path.join(config.stateDir, 'routing.json');
+  const fingerprint = routingFingerprint(config);
+  // No file: a state folder from before bindings, whose routing is unknown, so every entry is checked as after a change.
+  const previous = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+  if (previous === fingerprint) return;
+  const moves = await planRekey(allSessions(store), config);
+  if (moves.length) logger.info({ moves: moves.length }, 'identity links or bindings changed: re-keying sessions');
+  await applyRekey(moves, { store, transcripts, stateDir: config.stateDir, logger, now, afterStep: hooks?.afterStep });
+  writeFileSync(file, fingerprint);
 }

@@ -89,4 +89,36 @@ describe('scheduled turns through the gateway (SPEC §17)', () => {
     await channel.waitForSent(3);
     expect(channel.texts()[2]).toMatch(/• heartbeat: [\d,]+ tokens? in 2 calls/);
   });
+
+  it('jobs made over /admin/jobs persist across a restart and run now on request; /hooks/agent runs a turn with its own token', async () => {
+    const { channel } = await start({ hooks: { token: 'hooks-secret-token' } });
+    const created = await fetch(`${gw!.url}/admin/jobs`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'water', schedule: 'every 2h', prompt: 'remind me to drink water', deliverTo: { channel: 'telegram', peer: '42' } }),
+    });
+    expect(created.status).toBe(201);
+    const listed = await (await fetch(`${gw!.url}/admin/jobs`)).json() as { jobs: { job: { id: string }; nextRunAt?: string }[] };
+    expect(listed.jobs.map((j) => j.job.id)).toEqual(['water']);
+    expect(listed.jobs[0]!.nextRunAt).toBe(new Date(Math.ceil((START + 1) / 7_200_000) * 7_200_000).toISOString());
+    expect((await fetch(`${gw!.url}/admin/jobs/water/run`, { method: 'POST' })).status).toBe(202);
+    await channel.waitForSent(1);
+    expect(channel.texts()[0]).toBe('echo: remind me to drink water');
+
+    await gw!.stop();
+    const again = await start({ hooks: { token: 'hooks-secret-token' } });
+    const after = await (await fetch(`${gw!.url}/admin/jobs`)).json() as { jobs: { job: { id: string }; state: { runs: number } }[] };
+    expect(after.jobs.map((j) => j.job.id)).toEqual(['water']);
+    expect(after.jobs[0]!.state.runs).toBe(1);
+
+    const refused = await fetch(`${gw!.url}/hooks/agent`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'hi' }) });
+    expect(refused.status).toBe(401);
+    const hook = await fetch(`${gw!.url}/hooks/agent`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer hooks-secret-token' },
+      body: JSON.stringify({ message: 'the deploy finished', deliverTo: { channel: 'telegram', peer: '42' } }),
+    });
+    expect(hook.status).toBe(200);
+    expect(await hook.json()).toMatchObject({ reply: 'echo: the deploy finished' });
+    await again.channel.waitForSent(1);
+    expect(again.channel.texts()[0]).toBe('echo: the deploy finished');
+  });
 });
