@@ -41,7 +41,7 @@ export const schedulerSchema = z.strictObject({
 
 /** `heartbeat` (SPEC §17): absent, no heartbeat. */
 export const heartbeatSchema = z.strictObject({
-  every: z.string().regex(/^\d+\s*[smhd]$/, 'expected a duration such as "30m"').default('30m'),
+  every: z.string().regex(/^\d+\s*[smhd]$/, 'expected a duration such as "30m"'),
   /** `HH:MM-HH:MM` in the agent's session time zone (may wrap past midnight). */
   activeHours: z.string().regex(/^\d{2}:\d{2}-\d{2}:\d{2}$/, 'expected HH:MM-HH:MM').optional(),
   agentId: z.string().min(1).optional(),
