@@ -121,4 +121,23 @@ describe('scheduled turns through the gateway (SPEC §17)', () => {
     await again.channel.waitForSent(1);
     expect(again.channel.texts()[0]).toBe('echo: the deploy finished');
   });
+
+  it('a reminder the model makes with the schedule tool in a Telegram topic comes back to that topic at its time', async () => {
+    const { channel, clock } = await start({ agents: { defaults: { tools: { preset: 'full' } } }, channels: { telegram: { enabled: true, botToken: 'test-token', dmPolicy: 'open', groupPolicy: 'open', requireMention: false } } });
+    const at = new Date(START + 10 * 60_000).toISOString();
+    let turn = 0;
+    openai.fallback = (r) => {
+      turn++;
+      if (turn === 1) return { toolCalls: [{ id: 'c1', name: 'schedule', arguments: JSON.stringify({ action: 'add', schedule: at, prompt: 'Remind the team: stand-up now.' }) }] };
+      if (turn === 2) return { content: 'Reminder set.' };
+      return { content: `Reminder: ${lastUser(r).includes('stand-up') ? 'stand-up now' : '?'}` };
+    };
+    await channel.inject('remind us at the stand-up time', { chatType: 'group', chatId: '-100777', groupId: '-100777', threadId: '12', threadKind: 'topic', peerId: '5', mentionsBot: true });
+    await channel.waitForSent(1);
+    expect(channel.texts()[0]).toBe('Reminder set.');
+    clock.advance(10 * 60_000);
+    await channel.waitForSent(2);
+    expect(channel.sent[1]!.target).toMatchObject({ chatId: '-100777', threadId: '12' });
+    expect(channel.texts()[1]).toBe('Reminder: stand-up now');
+  });
 });
