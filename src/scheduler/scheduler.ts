@@ -64,7 +64,11 @@ export class Scheduler implements JobsService {
   /** Loads the jobs (config and stored), fires what was missed while the gateway was down, and sets the timer. */
   async start(): Promise<void> {
     const now = this.options.clock.now();
-    for (const config of this.options.config.jobs) this.addJob({ ...config, source: 'config', createdAt: now });
+    for (const config of this.options.config.jobs) {
+      this.addJob({ ...config, source: 'config', createdAt: now });
+      const refusal = this.refusalOf(config.deliverTo);
+      if (refusal) this.options.logger.warn({ jobId: config.id }, `job ${config.id}: ${refusal} Its answers may not reach anyone.`);
+    }
     for (const job of await this.options.store.listJobs()) {
       if (this.jobs.has(job.id)) {
         this.options.logger.warn({ jobId: job.id }, 'a job made at run time has the id of a config job; the config job is kept');
@@ -108,6 +112,8 @@ export class Scheduler implements JobsService {
       throw new BadRequestError(`The job's chat is on ${deliverTo.channel}/${deliverTo.accountId}, which this gateway does not run.`, 'unknown_target');
     }
     if (Boolean(deliverTo.peer) === Boolean(deliverTo.group)) throw new BadRequestError('deliverTo names exactly one of peer and group.', 'invalid_target');
+    const refusal = this.refusalOf(deliverTo);
+    if (refusal) throw new BadRequestError(refusal, 'target_not_allowed');
     if (input.session && input.session !== 'isolated') parseSessionKey(input.session);
     const job: Job = {
       id, schedule: input.schedule, prompt: input.prompt, agentId, deliverTo, session: input.session ?? 'isolated',
@@ -153,6 +159,28 @@ export class Scheduler implements JobsService {
     if (!this.options.wake) return false;
     await this.options.wake();
     return true;
+  }
+
+  /**
+   * Why the gateway may not write to a job's chat, by the account's own policy (a job must not reach people or
+   * groups the bot does not talk to): a group outside its allowlist, a DM with DMs off or a peer outside the
+   * allowlist. Pairing is not checked here (a paired peer may write; the job then answers where it was asked).
+   */
+  private refusalOf(deliverTo: DeliverToConfig): string | undefined {
+    const channels = this.options.config.channels;
+    const accounts: readonly { accountId: string; dmPolicy: string; allowFrom: string[]; groupPolicy: string; groups: string[] }[] =
+      deliverTo.channel === 'webchat' ? [] : channels[deliverTo.channel];
+    const account = accounts.find((a) => a.accountId === (deliverTo.accountId ?? 'default'));
+    if (!account) return undefined;
+    const where = `${deliverTo.channel}/${account.accountId}`;
+    if (deliverTo.group && account.groupPolicy === 'allowlist' && !account.groups.includes(deliverTo.group)) {
+      return `Group ${deliverTo.group} is not in the allowlist of ${where} (its groups setting): the bot does not write there.`;
+    }
+    if (deliverTo.peer && account.dmPolicy === 'disabled') return `Direct messages are off on ${where} (dmPolicy "disabled").`;
+    if (deliverTo.peer && account.dmPolicy === 'allowlist' && !account.allowFrom.includes(deliverTo.peer)) {
+      return `${deliverTo.peer} is not in the allowFrom list of ${where}: the bot does not write to them.`;
+    }
+    return undefined;
   }
 
   private requireJob(id: string): Job {

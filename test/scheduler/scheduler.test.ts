@@ -140,4 +140,17 @@ describe('Scheduler (SPEC §17)', () => {
     await expect(scheduler.remove('water')).resolves.toBe(true);
     scheduler.stop();
   });
+
+  it("a job may not write where the account's policy does not: a group outside its allowlist, a peer outside allowFrom", async () => {
+    const time = new TestTime(BERLIN_8AM_DEC_2);
+    const config = testConfig(tmp.dir, { channels: { telegram: { enabled: true, botToken: 'test-token', dmPolicy: 'allowlist', allowFrom: ['42'], groupPolicy: 'allowlist', groups: ['-1001'] } } });
+    const scheduler = new Scheduler({ config, store: new MemoryJobStore(), clock: time, logger: silentLogger(), sink: () => recordingSink().sink, canDeliver: () => true, timers: time.timers });
+    await scheduler.start();
+    const add = (deliverTo: { peer?: string; group?: string }) => scheduler.add({ schedule: 'every 1h', prompt: 'x', deliverTo: { channel: 'telegram', accountId: 'default', ...deliverTo } }, 'test');
+    await expect(add({ group: '-1002' })).rejects.toMatchObject({ code: 'target_not_allowed' });
+    await expect(add({ peer: '7' })).rejects.toMatchObject({ code: 'target_not_allowed' });
+    await expect(add({ group: '-1001' })).resolves.toMatchObject({ job: { deliverTo: { group: '-1001' } } });
+    await expect(add({ peer: '42' })).resolves.toMatchObject({ job: { deliverTo: { peer: '42' } } });
+    scheduler.stop();
+  });
 });
