@@ -36,9 +36,20 @@ export const VISION_MODEL_PATTERNS: readonly string[] = [
 /** Whether a model sees images under a vision setting. A provider prefix (`openai/gpt-4o`) is ignored. */
 export function modelSeesImages(setting: VisionSetting, model: string): boolean {
   if (setting !== 'auto') return setting === 'on';
-  const name = model.toLowerCase().replace(/^.*\//, '');
-  return VISION_MODEL_PATTERNS.some((pattern) => globToRegExp(pattern).test(name));
+  // Asked at every request: the answer per model is kept.
+  let sees = seeing.get(model);
+  if (sees === undefined) {
+    const name = model.toLowerCase().replace(/^.*\//, '');
+    sees = VISION_PATTERNS.some((pattern) => pattern.test(name));
+    if (seeing.size >= 256) seeing.clear();
+    seeing.set(model, sees);
+  }
+  return sees;
 }
+
+const seeing = new Map<string, boolean>();
+
+const VISION_PATTERNS: readonly RegExp[] = VISION_MODEL_PATTERNS.map(globToRegExp);
 
 function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${glob.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
