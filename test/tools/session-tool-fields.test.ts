@@ -10,6 +10,7 @@ import { useTempDir, useFakeOpenAI } from '../helpers/fixtures.ts';
 
 const firstUser = (r: RecordedRequest) => userText(r.body.messages.find((m) => m.role === 'user')?.content);
 const last = (r: RecordedRequest) => r.body.messages.at(-1)!;
+const lastUser = (r: RecordedRequest) => userText(r.body.messages.findLast((m) => m.role === 'user')?.content);
 const call = (id: string, name: string, args: Record<string, unknown>): FakeReply => ({
   toolCalls: [{ id, name, arguments: JSON.stringify(args) }], usage: { prompt_tokens: 120, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 100 } },
 });
@@ -78,9 +79,10 @@ describe('session tools: token totals and the yield cap', () => {
     let releaseBob!: () => void;
     const bobHeld = new Promise<void>((resolve) => { releaseBob = resolve; });
     fake.fallback = async (r) => {
-      const first = firstUser(r);
-      if (first === 'hi') return { content: 'hello bob' };
-      if (first === 'are you there?') { await bobHeld; return { content: 'yes' }; }
+      // Bob's request for the yielded message has his earlier "hi" first: it is told apart by its last user message,
+      // and held, so the yield can only end by its 600 s timer (it raced the timer before, and sometimes won).
+      if (lastUser(r) === 'are you there?') { await bobHeld; return { content: 'yes' }; }
+      if (firstUser(r) === 'hi') return { content: 'hello bob' };
       return last(r).role === 'tool' ? { content: `result: ${last(r).content}` } : call('y1', 'sessions_yield', { sessionKey: 'agent:main:direct:bob', message: 'are you there?', timeoutSeconds: 900 });
     };
     await start();
