@@ -1,3 +1,4 @@
+import { downloadStopped, guardedDownload, networkReason } from '../../src/core/media-download.ts';
 import { MediaFetchError } from '../../src/core/errors.ts';
 import type { Attachment, MediaDownload } from '../../src/core/message.ts';
 
@@ -50,7 +51,7 @@ export async function fetchDiscordMedia(apiBase: string, attachment: Attachment,
     try {
       response = await fetch(url, { signal, redirect: 'manual' });
     } catch (error) {
-      if (signal.aborted) throw aborted();
+      if (signal.aborted) throw downloadStopped('The Discord attachment');
       throw new MediaFetchError('download_failed', `The Discord attachment download failed (${networkReason(error)}).`);
     }
     const location = response.headers.get('location');
@@ -70,38 +71,11 @@ export async function fetchDiscordMedia(apiBase: string, attachment: Attachment,
     }
     const mime = response.headers.get('content-type') ?? attachment.mimeType;
     return {
-      body: guardedBody(response.body, maxBytes, signal),
+      body: guardedDownload(response.body, { maxBytes, signal, what: 'The Discord attachment' }),
       ...(Number.isFinite(length) ? { size: length } : attachment.size !== undefined ? { size: attachment.size } : {}),
       ...(mime ? { mime } : {}),
     };
   }
-}
-
-/** The body's chunks; a broken stream is `download_failed`, more than `maxBytes` `too_large`. */
-async function* guardedBody(body: ReadableStream<Uint8Array>, maxBytes: number, signal: AbortSignal): AsyncIterable<Uint8Array> {
-  let received = 0;
-  const reader = body.getReader();
-  try {
-    for (;;) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await reader.read();
-      } catch (error) {
-        if (signal.aborted) throw aborted();
-        throw new MediaFetchError('download_failed', `The Discord attachment download broke off after ${received} bytes (${networkReason(error)}).`);
-      }
-      if (chunk.done) return;
-      received += chunk.value.byteLength;
-      if (received > maxBytes) throw new MediaFetchError('too_large', `The Discord attachment is over the limit of ${maxBytes} bytes; the download was stopped.`);
-      yield chunk.value;
-    }
-  } finally {
-    await reader.cancel().catch(() => undefined);
-  }
-}
-
-function aborted(): MediaFetchError {
-  return new MediaFetchError('timeout', 'The Discord attachment download was stopped (deadline or shutdown).');
 }
 
 function safeHost(raw: string): string {
@@ -110,9 +84,4 @@ function safeHost(raw: string): string {
   } catch {
     return 'not a URL';
   }
-}
-
-function networkReason(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } } | undefined)?.cause;
-  return cause?.code ?? cause?.message ?? (error as Error)?.message ?? String(error);
 }

@@ -1,3 +1,4 @@
+import { downloadStopped, guardedDownload, networkReason } from '../../src/core/media-download.ts';
 import { GrammyError, type Api } from 'grammy';
 import { MediaFetchError } from '../../src/core/errors.ts';
 import type { Attachment, MediaDownload } from '../../src/core/message.ts';
@@ -30,7 +31,7 @@ export async function fetchTelegramMedia(
   try {
     file = await api.getFile(attachment.fileId, signal as Parameters<Api['getFile']>[1]);
   } catch (error) {
-    if (signal.aborted) throw aborted();
+    if (signal.aborted) throw downloadStopped('The Telegram file');
     if (error instanceof GrammyError && /too big/i.test(error.description)) {
       throw new MediaFetchError('too_large', `Telegram refused the file: ${clean(error.description)} (bots may download at most 20 MB).`);
     }
@@ -47,7 +48,7 @@ export async function fetchTelegramMedia(
     // No redirects: the URL carries the token, and Telegram serves files directly.
     response = await fetch(`${root}/file/bot${source.botToken}/${path}`, { signal, redirect: 'manual' });
   } catch (error) {
-    if (signal.aborted) throw aborted();
+    if (signal.aborted) throw downloadStopped('The Telegram file');
     throw new MediaFetchError('download_failed', `The Telegram file download failed (${clean(networkReason(error))}).`);
   }
   if (response.status < 200 || response.status > 299 || !response.body) {
@@ -61,42 +62,8 @@ export async function fetchTelegramMedia(
   }
   const mime = response.headers.get('content-type') ?? attachment.mimeType;
   return {
-    body: guardedBody(response.body, maxBytes, signal, clean),
+    body: guardedDownload(response.body, { maxBytes, signal, what: 'The Telegram file', clean }),
     ...(Number.isFinite(length) ? { size: length } : file.file_size !== undefined ? { size: file.file_size } : {}),
     ...(mime ? { mime } : {}),
   };
-}
-
-/** The body's chunks, with a broken stream as `download_failed` (its message cleaned) and more than `maxBytes` as `too_large`. */
-async function* guardedBody(body: ReadableStream<Uint8Array>, maxBytes: number, signal: AbortSignal, clean: (text: string) => string): AsyncIterable<Uint8Array> {
-  let received = 0;
-  const reader = body.getReader();
-  try {
-    for (;;) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await reader.read();
-      } catch (error) {
-        if (signal.aborted) throw aborted();
-        throw new MediaFetchError('download_failed', `The Telegram file download broke off after ${received} bytes (${clean(networkReason(error))}).`);
-      }
-      if (chunk.done) return;
-      received += chunk.value.byteLength;
-      if (received > maxBytes) throw new MediaFetchError('too_large', `The Telegram file is over the limit of ${maxBytes} bytes; the download was stopped.`);
-      yield chunk.value;
-    }
-  } finally {
-    // Stopped early (by the reader or an error): the connection is released.
-    await reader.cancel().catch(() => undefined);
-  }
-}
-
-function aborted(): MediaFetchError {
-  return new MediaFetchError('timeout', 'The Telegram file download was stopped (deadline or shutdown).');
-}
-
-/** A network error's reason: its cause's code or message (undici puts the detail there). */
-function networkReason(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } } | undefined)?.cause;
-  return cause?.code ?? cause?.message ?? (error as Error)?.message ?? String(error);
 }
