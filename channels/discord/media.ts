@@ -1,4 +1,4 @@
-import { downloadStopped, guardedDownload, networkReason } from '../../src/core/media-download.ts';
+import { downloadOf, downloadStopped, networkReason, tooLargeDownload } from '../../src/core/media-download.ts';
 import { MediaFetchError } from '../../src/core/errors.ts';
 import type { Attachment, MediaDownload } from '../../src/core/message.ts';
 
@@ -40,7 +40,7 @@ export function isDiscordMediaUrl(raw: string, apiBase: string): boolean {
  */
 export async function fetchDiscordMedia(apiBase: string, attachment: Attachment, options: { signal: AbortSignal; maxBytes: number }): Promise<MediaDownload> {
   const { signal, maxBytes } = options;
-  const tooLarge = (size: number) => new MediaFetchError('too_large', `The Discord attachment is ${size} bytes, over the limit of ${maxBytes}; not downloaded.`);
+  const tooLarge = (size: number) => tooLargeDownload('The Discord attachment', size, maxBytes);
   if (attachment.size !== undefined && attachment.size > maxBytes) throw tooLarge(attachment.size);
   // Messages normalized before attachments had `url` carried the URL as their file id.
   let url = attachment.url ?? (/^https?:\/\//i.test(attachment.fileId) ? attachment.fileId : undefined);
@@ -60,21 +60,10 @@ export async function fetchDiscordMedia(apiBase: string, attachment: Attachment,
       url = new URL(location, url).toString();
       continue;
     }
-    if (response.status < 200 || response.status > 299 || !response.body) {
-      await response.body?.cancel().catch(() => undefined);
-      throw new MediaFetchError('download_failed', `Discord answered ${response.status} to the attachment download.`);
-    }
-    const length = Number(response.headers.get('content-length') ?? Number.NaN);
-    if (Number.isFinite(length) && length > maxBytes) {
-      await response.body.cancel().catch(() => undefined);
-      throw tooLarge(length);
-    }
-    const mime = response.headers.get('content-type') ?? attachment.mimeType;
-    return {
-      body: guardedDownload(response.body, { maxBytes, signal, what: 'The Discord attachment' }),
-      ...(Number.isFinite(length) ? { size: length } : attachment.size !== undefined ? { size: attachment.size } : {}),
-      ...(mime ? { mime } : {}),
-    };
+    return downloadOf(response, {
+      maxBytes, signal, what: 'The Discord attachment', refused: (status) => `Discord answered ${status} to the attachment download.`,
+      mime: attachment.mimeType, size: attachment.size,
+    });
   }
 }
 

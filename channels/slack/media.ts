@@ -1,4 +1,4 @@
-import { downloadStopped, guardedDownload, networkReason } from '../../src/core/media-download.ts';
+import { downloadOf, downloadStopped, networkReason, tooLargeDownload } from '../../src/core/media-download.ts';
 import { MediaFetchError } from '../../src/core/errors.ts';
 import type { Attachment, MediaDownload } from '../../src/core/message.ts';
 
@@ -42,7 +42,7 @@ export async function fetchSlackMedia(
   source: { botToken: string; apiUrl: string }, attachment: Attachment, options: { signal: AbortSignal; maxBytes: number },
 ): Promise<MediaDownload> {
   const { signal, maxBytes } = options;
-  const tooLarge = (size: number) => new MediaFetchError('too_large', `The Slack file is ${size} bytes, over the limit of ${maxBytes}; not downloaded.`);
+  const tooLarge = (size: number) => tooLargeDownload('The Slack file', size, maxBytes);
   if (attachment.size !== undefined && attachment.size > maxBytes) throw tooLarge(attachment.size);
   let url = attachment.url;
   if (!url) throw new MediaFetchError('download_failed', 'The Slack file has no url_private (not shared with the bot).');
@@ -65,21 +65,10 @@ export async function fetchSlackMedia(
       url = next;
       continue;
     }
-    if (response.status < 200 || response.status > 299 || !response.body) {
-      await response.body?.cancel().catch(() => undefined);
-      throw new MediaFetchError('download_failed', `Slack answered ${response.status} to the file download${response.status === 401 || response.status === 403 ? ' (is the files:read scope granted?)' : ''}.`);
-    }
-    const length = Number(response.headers.get('content-length') ?? Number.NaN);
-    if (Number.isFinite(length) && length > maxBytes) {
-      await response.body.cancel().catch(() => undefined);
-      throw tooLarge(length);
-    }
-    const mime = response.headers.get('content-type') ?? attachment.mimeType;
-    return {
-      body: guardedDownload(response.body, { maxBytes, signal, what: 'The Slack file' }),
-      ...(Number.isFinite(length) ? { size: length } : attachment.size !== undefined ? { size: attachment.size } : {}),
-      ...(mime ? { mime } : {}),
-    };
+    return downloadOf(response, {
+      maxBytes, signal, what: 'The Slack file', refused: (status) => `Slack answered ${status} to the file download${status === 401 || status === 403 ? ' (is the files:read scope granted?)' : ''}.`,
+      mime: attachment.mimeType, size: attachment.size,
+    });
   }
 }
 

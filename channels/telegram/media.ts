@@ -1,4 +1,4 @@
-import { downloadStopped, guardedDownload, networkReason } from '../../src/core/media-download.ts';
+import { downloadOf, downloadStopped, networkReason, tooLargeDownload } from '../../src/core/media-download.ts';
 import { GrammyError, type Api } from 'grammy';
 import { MediaFetchError } from '../../src/core/errors.ts';
 import type { Attachment, MediaDownload } from '../../src/core/message.ts';
@@ -25,7 +25,7 @@ export async function fetchTelegramMedia(
 ): Promise<MediaDownload> {
   const { signal, maxBytes } = options;
   const clean = (text: string) => withoutToken(text, source.botToken);
-  const tooLarge = (size: number) => new MediaFetchError('too_large', `The Telegram file is ${size} bytes, over the limit of ${maxBytes}; not downloaded.`);
+  const tooLarge = (size: number) => tooLargeDownload('The Telegram file', size, maxBytes);
   if (attachment.size !== undefined && attachment.size > maxBytes) throw tooLarge(attachment.size);
   let file: Awaited<ReturnType<Api['getFile']>>;
   try {
@@ -51,19 +51,8 @@ export async function fetchTelegramMedia(
     if (signal.aborted) throw downloadStopped('The Telegram file');
     throw new MediaFetchError('download_failed', `The Telegram file download failed (${clean(networkReason(error))}).`);
   }
-  if (response.status < 200 || response.status > 299 || !response.body) {
-    await response.body?.cancel().catch(() => undefined);
-    throw new MediaFetchError('download_failed', `Telegram answered ${response.status} to the file download.`);
-  }
-  const length = Number(response.headers.get('content-length') ?? Number.NaN);
-  if (Number.isFinite(length) && length > maxBytes) {
-    await response.body.cancel().catch(() => undefined);
-    throw tooLarge(length);
-  }
-  const mime = response.headers.get('content-type') ?? attachment.mimeType;
-  return {
-    body: guardedDownload(response.body, { maxBytes, signal, what: 'The Telegram file', clean }),
-    ...(Number.isFinite(length) ? { size: length } : file.file_size !== undefined ? { size: file.file_size } : {}),
-    ...(mime ? { mime } : {}),
-  };
+  return downloadOf(response, {
+    maxBytes, signal, what: 'The Telegram file', refused: (status) => `Telegram answered ${status} to the file download.`,
+    mime: attachment.mimeType, size: file.file_size, clean,
+  });
 }
