@@ -4,6 +4,7 @@ import { parse as parseDotenv } from 'dotenv';
 import JSON5 from 'json5';
 import { ConfigError } from '../core/errors.ts';
 import { validateBindings } from './validate-bindings.ts';
+import { requireModelRef } from './model-refs.ts';
 import { resolveMessages } from './queue-mode.ts';
 import { describeConfigIssue, describeSyntaxError } from './config-errors.ts';
 import { configSchema, type ParsedConfig } from './schema.ts';
@@ -73,6 +74,7 @@ export function loadConfig(options: LoadConfigOptions = {}): ResolvedConfig {
   }
   const substituted: string[] = [];
   parsed.data.mcp = withEnvReferences(parsed.data.mcp, env, substituted);
+  parsed.data.providers = withProviderEnv(parsed.data.providers, env, substituted);
   const resolved = resolveConfig(parsed.data, cwd, configPath);
   // A value put inside a longer one (`Bearer ${TOKEN}`) must stay out of logs on its own too.
   for (const value of substituted) if (value.length >= 6 && !resolved.secrets.includes(value)) resolved.secrets.push(value);
@@ -105,6 +107,26 @@ function withEnvReferences(mcp: ParsedConfig['mcp'], env: NodeJS.ProcessEnv, sub
     servers[name] = { ...server, [field]: resolved };
   }
   return { ...mcp, servers };
+}
+
+/**
+ * Providers' `apiKey`, `apiKeys` and `baseUrl` may name environment variables as `${NAME}`; an anthropic provider
+ * without any key takes `ANTHROPIC_API_KEY`.
+ */
+function withProviderEnv(providers: ParsedConfig['providers'], env: NodeJS.ProcessEnv, substituted: string[]): ParsedConfig['providers'] {
+  const out: ParsedConfig['providers'] = {};
+  for (const [id, p] of Object.entries(providers)) {
+    const expand = (value: string, key: string): string => value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, variable: string) => {
+      const found = env[variable];
+      if (found === undefined) throw new ConfigError(`Invalid configuration: providers.${id}.${key} names \${${variable}}, which is not set in the environment or .env.`);
+      substituted.push(found.trim());
+      return found.trim();
+    });
+    const resolved = { ...p, apiKey: expand(p.apiKey, 'apiKey'), baseUrl: expand(p.baseUrl, 'baseUrl'), apiKeys: p.apiKeys.map((k, i) => expand(k, `apiKeys[${i}]`)) };
+    if (resolved.kind === 'anthropic' && !resolved.apiKey && !resolved.apiKeys.length && env.ANTHROPIC_API_KEY?.trim()) resolved.apiKey = env.ANTHROPIC_API_KEY.trim();
+    out[id] = resolved;
+  }
+  return out;
 }
 
 function mergedEnv(cwd: string, env: NodeJS.ProcessEnv, readDotenv: boolean): NodeJS.ProcessEnv {
@@ -161,26 +183,49 @@ export function deepMerge(target: Record<string, unknown>, source: Record<string
   }
 }
 
+/** The default model of each provider kind when `model` is not given. */
+const DEFAULT_MODELS = { openai: 'gpt-4o-mini', anthropic: 'claude-sonnet-4-5', offline: 'offline' } as const;
+
+/**
+ * Each provider with its kind decided: an `openai` provider with no key and no base URL is the offline one
+ * (a fresh checkout runs with no account); an `anthropic` one needs a key or a base URL.
+ */
+function resolveProviders(configured: ParsedConfig['providers']): ResolvedConfig['providers'] {
+  const providers: ResolvedConfig['providers'] = {};
+  for (const [id, p] of Object.entries(configured)) {
+    const keyed = Boolean(p.apiKey || p.apiKeys.length);
+    const offline = p.kind === 'offline' || (p.kind === 'openai' && !keyed && !p.baseUrl);
+    if (p.kind === 'anthropic' && !keyed && !p.baseUrl) {
+      throw new ConfigError(`Invalid configuration: providers.${id} is an anthropic provider without a key; set its apiKey (or apiKeys, or ANTHROPIC_API_KEY in the environment).`);
+    }
+    const model = offline && p.kind !== 'offline' ? 'offline' : p.model ?? DEFAULT_MODELS[p.kind];
+    providers[id] = { ...p, id, kind: offline ? 'offline' : p.kind, model, models: offline ? [] : p.models.filter((m) => m !== model) };
+  }
+  return providers;
+}
+
 /** Applies defaults that depend on other keys, makes paths absolute, and expands channel accounts. */
 export function resolveConfig(config: ParsedConfig, cwd: string, configPath?: string): ResolvedConfig {
   const stateDir = path.resolve(cwd, config.stateDir);
   const store = config.store ?? `sqlite://${path.join(stateDir, 'sessions.sqlite')}`;
-  const providers: ResolvedConfig['providers'] = {};
-  for (const [id, p] of Object.entries(config.providers)) {
-    const offline = p.kind === 'offline' || (!p.apiKey && !p.baseUrl);
-    providers[id] = { ...p, id, kind: offline ? 'offline' : 'openai', model: offline && p.kind !== 'offline' ? 'offline' : p.model };
-  }
+  const providers = resolveProviders(config.providers);
   const defaults = config.agents.defaults;
   // The first agent keeps defaults.workspace; each other agent without its own gets a sibling folder `<workspace>-<id>`.
   const agents = config.agents.list.map((a, index) => {
-    const providerId = a.provider ?? defaults.provider;
-    const provider = providers[providerId];
-    if (!provider) throw new ConfigError(`Invalid configuration: agents.list[${a.id}].provider names "${providerId}", which is not under providers.`);
+    const ownProvider = a.provider ?? defaults.provider;
+    const provider = providers[ownProvider];
+    if (!provider) throw new ConfigError(`Invalid configuration: agents.list[${a.id}].provider names "${ownProvider}", which is not under providers.`);
+    const modelText = a.model ?? defaults.model;
+    const modelKey = a.model ? `agents.list[${a.id}].model` : 'agents.defaults.model';
+    const primary = modelText ? requireModelRef(modelText, providers, ownProvider, modelKey) : { providerId: ownProvider, model: provider.model };
+    const fallbacksKey = a.fallbacks ? `agents.list[${a.id}].fallbacks` : 'agents.defaults.fallbacks';
+    const fallbacks = (a.fallbacks ?? defaults.fallbacks).map((f, i) => requireModelRef(f, providers, ownProvider, `${fallbacksKey}[${i}]`));
     return {
       id: a.id,
       name: a.name ?? (a.id === 'main' ? 'Switchboard' : a.id),
-      providerId,
-      model: a.model ?? defaults.model ?? provider.model,
+      providerId: primary.providerId,
+      model: primary.model,
+      fallbacks,
       workspace: path.resolve(cwd, a.workspace ?? (index === 0 ? defaults.workspace : `${defaults.workspace.replace(/[\\/]+$/, '')}-${a.id}`)),
       systemPrompt: a.systemPrompt ?? defaults.systemPrompt,
       tools: { preset: a.tools?.preset ?? defaults.tools.preset, allow: a.tools?.allow ?? defaults.tools.allow, deny: a.tools?.deny ?? defaults.tools.deny },
@@ -295,7 +340,7 @@ function collectSecrets(config: ParsedConfig): string[] {
   add(config.hooks.token);
   // A database URI's password (postgres://user:password@host/db).
   if (config.store) { try { add(decodeURIComponent(new URL(config.store).password)); } catch { /* not a URL */ } }
-  for (const p of Object.values(config.providers)) add(p.apiKey);
+  for (const p of Object.values(config.providers)) for (const key of [p.apiKey, ...p.apiKeys]) add(key);
   const c = config.channels;
   for (const t of [c.telegram, ...Object.values(c.telegram.accounts)]) { add(t.botToken); add(t.webhookSecret); }
   for (const d of [c.discord, ...Object.values(c.discord.accounts)]) add(d.token);

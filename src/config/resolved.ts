@@ -2,6 +2,7 @@ import type { MediaConfig, VisionSetting } from './media.ts';
 import type { StreamingConfig } from './streaming.ts';
 import type { MessagesConfig } from './queue-mode.ts';
 import type { AckReactionConfig } from './ack-reaction.ts';
+import type { ModelRef } from './model-refs.ts';
 import type { AgentDefaults, DmPolicy, GroupPolicy, ParsedConfig, ProviderConfig, SessionConfig, ToolPolicy } from './schema.ts';
 
 /** One bot identity of a platform, channel defaults merged with the account's own fields. */
@@ -42,12 +43,18 @@ export interface SlackAccountConfig extends ChannelAccountConfig {
   mode: 'socket' | 'http';
 }
 
+/** A configured provider with its kind decided (an openai one without key or base URL is `offline`) and its default model. */
+export type ResolvedProvider = Omit<ProviderConfig, 'model'> & { id: string; model: string };
+
 /** An agent with its defaults applied and paths made absolute. */
 export interface AgentConfig {
   id: string;
   name: string;
+  /** The provider of the agent's model. */
   providerId: string;
   model: string;
+  /** Tried in order after the model fails (SPEC §18). */
+  fallbacks: ModelRef[];
   workspace: string;
   systemPrompt?: string;
   /** The agent's tool policy: its own fields over `agents.defaults.tools`. */
@@ -71,7 +78,7 @@ export interface ResolvedConfig {
   logLevel: ParsedConfig['logLevel'];
   /** Token ledger rotation and archives. */
   ledger: ParsedConfig['ledger'];
-  providers: Record<string, ProviderConfig & { id: string }>;
+  providers: Record<string, ResolvedProvider>;
   agentDefaults: AgentDefaults;
   agents: AgentConfig[];
   session: SessionConfig;

@@ -59,10 +59,15 @@ const gateway = z.strictObject({
 const secret = z.string().transform((value) => value.trim());
 
 const provider = z.strictObject({
-  kind: z.enum(['openai', 'offline']).default('openai'),
+  kind: z.enum(['openai', 'anthropic', 'offline']).default('openai'),
   baseUrl: z.string().default(''),
   apiKey: secret.default(''),
-  model: z.string().min(1).default('gpt-4o-mini'),
+  /** More keys to rotate through after `apiKey` (SPEC §18): a failed key is cooled down and the next one tried. */
+  apiKeys: z.array(secret.pipe(z.string().min(1, 'an empty key'))).default([]),
+  /** Default model; absent: `gpt-4o-mini` (openai) or `claude-sonnet-4-5` (anthropic). */
+  model: z.string().min(1).optional(),
+  /** What the provider serves besides `model`, for `/model` and fallbacks. */
+  models: z.array(z.string().min(1)).default([]),
   contextWindow: z.number().int().positive().default(128_000),
   maxTokens: z.number().int().positive().default(4096),
   correlationHeader: z.string().min(1).default('X-Switchboard-Correlation-Id'),
@@ -102,9 +107,14 @@ const agentToolPolicy = z.strictObject({
   deny: z.array(toolName).optional(),
 });
 
+/** `"<provider>/<model>"`, or a model of the agent's own provider. */
+const modelRef = z.string().min(1);
+
 const agentDefaults = z.strictObject({
   provider: z.string().default('default'),
-  model: z.string().optional(),
+  model: modelRef.optional(),
+  /** Tried in order when the model fails with a rate limit, overload, timeout, 5xx or auth error (SPEC §18). */
+  fallbacks: z.array(modelRef).default([]),
   workspace: z.string().default('./workspace'),
   maxConcurrent: z.number().int().positive().default(4),
   maxIterationsPerBatch: z.number().int().positive().default(20),
@@ -124,7 +134,8 @@ const agent = z.strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'expected a lowercase id (letters, digits, - and _)'),
   name: z.string().optional(),
   provider: z.string().optional(),
-  model: z.string().optional(),
+  model: modelRef.optional(),
+  fallbacks: z.array(modelRef).optional(),
   workspace: z.string().optional(),
   systemPrompt: z.string().optional(),
   tools: agentToolPolicy.optional(),

@@ -6,6 +6,8 @@ export interface TokenUsage {
   outputTokens: number;
   cacheReadTokens: number;
   cacheWriteTokens: number;
+  /** Of `outputTokens`, those the model spent reasoning (never shown in a chat), where the provider reports them. */
+  reasoningTokens?: number;
 }
 
 /** What a finished turn produced. */

@@ -48,12 +48,20 @@ export class StoreError extends SwitchboardError {
   }
 }
 
+/**
+ * Why a provider call failed: rate limited (429), overloaded (Anthropic's 529 / `overloaded_error`), timed out,
+ * unreachable, refused the key (401/403), the prompt is longer than the window, aborted by us, or anything else
+ * (`PROVIDER_FAILED`, with the HTTP status when there was one).
+ */
+export type ProviderErrorCode = 'PROVIDER_FAILED' | 'PROVIDER_RATE_LIMITED' | 'PROVIDER_OVERLOADED' | 'PROVIDER_TIMEOUT' | 'PROVIDER_UNAVAILABLE'
+  | 'PROVIDER_AUTH' | 'CONTEXT_OVERFLOW' | 'PROVIDER_ABORTED';
+
 /** An LLM provider call failed. `retryable` tells whether trying again may help. */
 export class ProviderError extends SwitchboardError {
   readonly retryable: boolean;
   readonly providerStatus?: number;
   constructor(
-    code: 'PROVIDER_FAILED' | 'PROVIDER_RATE_LIMITED' | 'PROVIDER_UNAVAILABLE' | 'PROVIDER_AUTH' | 'CONTEXT_OVERFLOW' | 'PROVIDER_ABORTED',
+    code: ProviderErrorCode,
     message: string,
     options: { status?: number; retryable?: boolean; cause?: unknown } = {},
   ) {

@@ -20,6 +20,12 @@ export interface ChatMessage {
   name?: string;
   toolCalls?: ToolCall[];
   toolCallId?: string;
+  /**
+   * System message only: offsets into `content` where a part that stays byte-identical from request to request
+   * ends (the system prompt; each compaction summary block), ascending. A provider with explicit cache
+   * breakpoints (Anthropic's `cache_control`) splits the content there; others send it as one string.
+   */
+  cacheBreaks?: number[];
 }
 
 /** A function the model may call (JSON schema parameters). */
@@ -51,6 +57,23 @@ export interface ProviderResponse {
   model: string;
   /** Attempts beyond the first (429/5xx/connection retries). */
   retries: number;
+  /** The configured provider (`providers.<id>`) that answered; absent = the one called. Set by failover. */
+  providerId?: string;
+  /** Calls that failed before this answer (failover: other keys or models tried first), in order. */
+  failedAttempts?: FailedAttempt[];
+}
+
+/** One call of a failover chain that failed before another target answered (or before the chain gave up). */
+export interface FailedAttempt {
+  providerId: string;
+  model: string;
+  /** Which of the provider's keys (0 = `apiKey`, then `apiKeys` in order). */
+  keyIndex: number;
+  /** The ProviderError code. */
+  code: string;
+  message: string;
+  durationMs: number;
+  retries: number;
 }
 
 /** Per-call options. */
@@ -58,12 +81,17 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** When given, the call streams and each text delta is passed here. */
   onDelta?: (text: string) => void;
+  /** Retries of this call in place of the provider's `maxRetries` (failover asks for 0 while another target is left). */
+  maxRetries?: number;
 }
+
+/** How a provider is spoken to: the OpenAI-compatible API, Anthropic's Messages API, or the offline echo. */
+export type ProviderKind = 'openai' | 'anthropic' | 'offline';
 
 /** An LLM backend. Errors are ProviderError with `retryable` and the provider's status. */
 export interface Provider {
   readonly id: string;
-  readonly kind: 'openai' | 'offline';
+  readonly kind: ProviderKind;
   /** Default model of this provider. */
   readonly model: string;
   readonly contextWindow: number;

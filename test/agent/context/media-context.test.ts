@@ -6,7 +6,7 @@ import type { SessionEntry } from '../../../src/sessions/entry.ts';
 import type { TranscriptEntry, TranscriptMessage } from '../../../src/sessions/transcript.ts';
 
 const at = '2026-01-01T00:00:00.000Z';
-const agent: ContextInput['agent'] = { id: 'main', name: 'Switchboard', providerId: 'default', model: 'gpt-4o', workspace: '/w', tools: { preset: 'none', allow: [], deny: [] }, tokenBudget: 0, vision: 'auto' };
+const agent: ContextInput['agent'] = { id: 'main', name: 'Switchboard', providerId: 'default', model: 'gpt-4o', fallbacks: [], workspace: '/w', tools: { preset: 'none', allow: [], deny: [] }, tokenBudget: 0, vision: 'auto' };
 const entry = () => ({ key: 'agent:main:main', channel: 'telegram', chatType: 'direct', overrides: {} } as unknown as SessionEntry);
 
 function photo(id: string): MediaRecord {

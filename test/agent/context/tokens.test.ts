@@ -55,7 +55,7 @@ describe('tokens', () => {
     ];
     const tools = [{ name: 'search', description: 'web search', parameters: { type: 'object', properties: { q: { type: 'string' } } } }];
     const bootstrap = [{ name: 'AGENTS.md', path: '/w/AGENTS.md', status: 'ok' as const, rawChars: 11, injectedChars: 11, content: 'Be helpful.' }];
-    const built = buildContext({ agent: { id: 'main', name: 'Switchboard', providerId: 'default', model: 'gpt-4o', workspace: '/w', tools: { preset: 'none', allow: [], deny: [] }, tokenBudget: 0, vision: 'auto' }, entry, history, model: 'gpt-4o', tools, now: 0, bootstrap, bootstrapLimits: { maxChars: 100, totalMaxChars: 100 } });
+    const built = buildContext({ agent: { id: 'main', name: 'Switchboard', providerId: 'default', model: 'gpt-4o', fallbacks: [], workspace: '/w', tools: { preset: 'none', allow: [], deny: [] }, tokenBudget: 0, vision: 'auto' }, entry, history, model: 'gpt-4o', tools, now: 0, bootstrap, bootstrapLimits: { maxChars: 100, totalMaxChars: 100 } });
     expect(built.tokens).toBe(countRequestTokens(built.messages, tools, 'gpt-4o'));
     const c = built.components;
     expect(c.system + c.bootstrap + c.tools + c.history + c.toolResults + c.userInput).toBe(built.tokens);
