@@ -53,6 +53,12 @@ export interface TranscriptCompaction {
   tokensBefore: number;
   tokensAfter: number;
   at: string;
+  /**
+   * The summary is one more block after those of the compactions before it: it covers only the messages from
+   * the previous compaction's `firstKeptId` up to this one's. Absent: it replaces every earlier summary (a
+   * merge of the blocks, or an entry written before blocks existed, which holds one cumulative summary).
+   */
+  appended?: true;
 }
 
 export type TranscriptEntry = TranscriptMessage | TranscriptCompaction;

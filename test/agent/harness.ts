@@ -34,6 +34,9 @@ export class MemoryStore implements SessionStore {
 export function kindOf(request: RecordedRequest): 'turn' | 'compaction' | 'memory-flush' {
   const first = request.body.messages[0]?.content ?? '';
   if (first.startsWith('You compact a chat conversation')) return 'compaction';
+  // A summary request that shares the turns' prefix ends with its instruction.
+  const last = request.body.messages.at(-1);
+  if (last?.role === 'user' && typeof last.content === 'string' && last.content.includes('[Compaction request]')) return 'compaction';
   if (request.body.messages.some((m) => m.role === 'user' && (m.content ?? '').includes('[Pre-compaction memory flush]'))) return 'memory-flush';
   return 'turn';
 }

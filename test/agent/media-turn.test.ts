@@ -88,13 +88,16 @@ describe('media in a turn (SPEC §15)', () => {
     await channel.inject('second', { attachments: [{ type: 'photo', fileId: 'b' }] });
     await channel.waitForSent(3);
     const request = openai.requests.at(-1)!;
-    // Only the image sent after the compaction is an image; the first one is its line (in the summary's input and kept text).
+    // Only the image sent after the compaction is an image; the first one is its line (in the summary and the kept text).
     expect(request.images).toHaveLength(1);
     const shown = await sharp(Buffer.from(request.images[0]!.url.split(',')[1]!, 'base64')).metadata();
     expect([shown.width, shown.height]).toEqual([640, 480]);
-    const summaryCall = openai.requests.find((r) => JSON.stringify(r.body).includes('[image: image/jpeg 800×600'));
+    expect(JSON.stringify(request.body)).toContain('[image: image/jpeg 800×600');
+    // The summary request repeats the turn's prefix, image included, and names the line the image becomes.
+    const summaryCall = openai.requests.find((r) => lastUser(r).includes('[Compaction request]'));
     expect(summaryCall).toBeDefined();
-    expect(summaryCall!.images).toHaveLength(0);
+    expect(summaryCall!.images.map((i) => i.url)).toEqual(openai.requests[0]!.images.map((i) => i.url));
+    expect(lastUser(summaryCall!)).toMatch(/each replaced by its line: \[image: image\/jpeg 800×600/);
   });
 
   it("a session's token budget counts the images a request would carry (SPEC §14, §15)", async () => {

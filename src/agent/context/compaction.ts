@@ -59,12 +59,20 @@ export function planCompaction(kept: readonly TranscriptMessage[], keepTokens: n
   return { summarize: kept.slice(0, cut), keep: kept.slice(cut), firstKeptId: (kept[cut] as TranscriptMessage).id, keptTokens: sum };
 }
 
-/** Instructions of every summary call. The sections are what a continuing agent needs. */
-export const SUMMARY_SYSTEM_PROMPT = [
-  'You compact a chat conversation between a user and an AI assistant into a summary that replaces the older messages in the assistant\'s context. Write it for the assistant itself, so that it can continue the conversation without the original messages.',
+/** The sections every summary has: what a continuing agent needs. */
+export const SUMMARY_SECTIONS = [
   'Use exactly these Markdown sections, each with short bullet points (write "- none" when a section is empty):',
   '## Decisions\n## Open tasks\n## Constraints and preferences\n## Pending asks\n## Exact identifiers\n## Context',
-  'Rules: copy every identifier exactly as written, never paraphrased: file paths, URLs, ids, names, numbers, amounts, dates, commands, code symbols, error messages. Under "Pending asks" record what the user asked for that is not done or answered yet. Keep what the user decided or prefers. Drop small talk. Do not invent anything. Answer with the summary only.',
+].join('\n\n');
+
+/** The rules every summary follows. */
+export const SUMMARY_RULES = 'Rules: copy every identifier exactly as written, never paraphrased: file paths, URLs, ids, names, numbers, amounts, dates, commands, code symbols, error messages. Under "Pending asks" record what the user asked for that is not done or answered yet. Keep what the user decided or prefers. Drop small talk. Do not invent anything. Answer with the summary only.';
+
+/** Instructions of the staged summary calls (a history too long for one request that shares the turn's prefix). */
+export const SUMMARY_SYSTEM_PROMPT = [
+  'You compact a chat conversation between a user and an AI assistant into a summary that replaces the older messages in the assistant\'s context. Write it for the assistant itself, so that it can continue the conversation without the original messages.',
+  SUMMARY_SECTIONS,
+  SUMMARY_RULES,
 ].join('\n\n');
 
 const MERGE_INSTRUCTIONS = 'These are summaries of consecutive parts of one conversation, oldest first. Merge them into one summary with the same sections. Where they conflict the later part wins; an open task or pending ask that a later part shows as done is no longer open. Keep every exact identifier.';

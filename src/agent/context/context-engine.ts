@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AgentConfig, ResolvedConfig } from '../../config/resolved.ts';
 import type { TokenUsage } from '../../core/channel-adapter.ts';
 import type { Clock } from '../../core/clock.ts';
-import { BudgetExceededError, isAbortError, ProviderError } from '../../core/errors.ts';
+import { BudgetExceededError, isAbortError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { InboundMessage } from '../../core/message.ts';
 import type { ChatMessage, Provider, ProviderResponse, ToolSchema } from '../../providers/types.ts';
@@ -11,14 +11,17 @@ import type { ActiveSession } from '../../sessions/manager.ts';
 import type { ToolCall, TranscriptCompaction, TranscriptEntry } from '../../sessions/transcript.ts';
 import type { ToolOutcome } from '../../tools/tool.ts';
 import { BootstrapLoader, type BootstrapFile, type BootstrapLimits } from './bootstrap.ts';
-import { CompactionError, ContextOverflowError, planCompaction, summarizeHistory, SUMMARY_SYSTEM_PROMPT } from './compaction.ts';
-import { activeHistory, buildContext, messageTokensOf, type BuiltContext } from './context.ts';
+import { CompactionError, ContextOverflowError, planCompaction } from './compaction.ts';
+import { activeHistory, buildContext, messageTokensOf, type BuiltContext, type ContextInput } from './context.ts';
+import { extendContext, isContextOverflow, withInstruction } from './request-context.ts';
+import { SUMMARY_BLOCKS_MAX_SHARE, systemWithBlocks } from './summary-blocks.ts';
+import { makeCompactionSummary } from './summary-request.ts';
 import { MAX_FLUSH_ROUNDS, memoryFileOf, memoryFlushPrompt } from './memory-flush.ts';
 import { Pruner, type PruneStats } from './pruning.ts';
 import { ephemeralSessionOf } from '../session-init.ts';
 import { calibrationKey, isPlausible, PromptPrediction, TokenCalibration } from './token-calibration.ts';
-import { chatMessageTokens, countRequestTokens, countTokens } from '../../tokens/tokens.ts';
-import type { InputComponents, LlmCallKind } from '../turn-events.ts';
+import { countTokens } from '../../tokens/tokens.ts';
+import type { LlmCallKind } from '../turn-events.ts';
 import type { ProviderCallRequest } from '../provider-call.ts';
 import { formatCount } from '../../core/plural.ts';
 import { modelSeesImages } from '../../config/media.ts';
@@ -90,6 +93,8 @@ export interface AssembledContext {
   threshold: number;
   tools: ToolSchema[];
   history: TranscriptEntry[];
+  /** What `context` was built from (its history pruned as the request is): the summary request is built from it too. */
+  input: ContextInput;
 }
 
 /** What a compaction did. */
@@ -102,6 +107,8 @@ export interface CompactionOutcome {
   error?: string;
   summaryCalls?: number;
   parts?: number;
+  /** True when the compaction merged the summary blocks into one (they had passed their share of the window). */
+  merged?: boolean;
 }
 
 /**
@@ -158,6 +165,7 @@ export class ContextEngine {
       agent, entry, model, tools, now: options.now ?? this.deps.clock.now(), bootstrap, bootstrapLimits: this.limits,
       timezone: this.deps.timezoneOf(entry), contextWindow, history, ...(imageOf ? { imageOf } : {}),
     };
+    let input: ContextInput = base;
     let context = buildContext(base);
     let pruned: PruneStats = { trimmed: 0, cleared: 0 };
     const pruning = this.settings.contextPruning;
@@ -167,11 +175,14 @@ export class ContextEngine {
         { now: this.deps.clock.now(), lastRequestAt: options.plan ? entry.lastRequestAt : undefined },
         { budgetTokens: threshold, fixedTokens: context.tokens - keptTokens, factor, model });
       pruned = result.stats;
-      if (pruned.trimmed || pruned.cleared) context = buildContext({ ...base, history: result.history });
+      if (pruned.trimmed || pruned.cleared) {
+        input = { ...base, history: result.history };
+        context = buildContext(input);
+      }
     }
     return {
       context, estimate: Math.round(context.tokens * factor), factor, bootstrap, pruned, provider, providerId, model, contextWindow,
-      threshold, tools, history,
+      threshold, tools, history, input,
     };
   }
 
@@ -233,7 +244,7 @@ export class ContextEngine {
     for (;;) {
       let assembled = await this.assemble(session, { tools: call.tools, now: call.turnStartedAt, plan: true });
       if (compaction.enabled && assembled.estimate > assembled.threshold && !call.turnState.compactionFailed) {
-        const outcome = await this.compactSafely(session, call, { reason: 'threshold' });
+        const outcome = await this.compactSafely(session, call, { reason: 'threshold', tools: call.tools });
         if (outcome.compacted) {
           compactions++;
           assembled = await this.assemble(session, { tools: call.tools, now: call.turnStartedAt });
@@ -249,7 +260,7 @@ export class ContextEngine {
         retries++;
         call.logger.warn({ attempt: retries, tokens: assembled.estimate }, 'the provider says the context is too long; compacting and retrying');
         const keepTokens = Math.floor(this.keepTokens(assembled) / 2 ** retries);
-        const outcome = await this.compactSafely(session, call, { reason: 'overflow', keepTokens });
+        const outcome = await this.compactSafely(session, call, { reason: 'overflow', keepTokens, tools: call.tools });
         if (!outcome.compacted) throw new ContextOverflowError(compactions, error);
         compactions++;
       }
@@ -262,38 +273,45 @@ export class ContextEngine {
   }
 
   /**
-   * Summarizes everything older than the recent tail into a `compaction` entry. The full history stays
-   * in the transcript. Throws when a summary call fails; the session is then unchanged.
+   * Summarizes the messages after the last summary block and before the recent tail into a `compaction` entry
+   * that appends one more block (or, once the blocks pass their share of the window, merges them and the new
+   * part into one). The full history stays in the transcript. Throws when a summary call fails; the session is
+   * then unchanged. `tools` are the turn's (the summary request carries them, so its prefix is the turn's).
    */
-  async compact(session: ActiveSession, scope: CallScope, options: { reason: 'threshold' | 'overflow' | 'manual'; instructions?: string; keepTokens?: number }): Promise<CompactionOutcome> {
+  async compact(session: ActiveSession, scope: CallScope, options: { reason: 'threshold' | 'overflow' | 'manual'; instructions?: string; keepTokens?: number; tools?: ToolSchema[] }): Promise<CompactionOutcome> {
     const entry = session.entry;
-    const before = await this.assemble(session);
+    const before = await this.assemble(session, options.tools ? { tools: options.tools } : {});
     if (!this.settings.compaction.enabled && options.reason !== 'manual') return { compacted: false, tokensBefore: before.estimate, tokensAfter: before.estimate, reason: 'disabled' };
-    const { summary: previous, kept } = activeHistory(before.history);
+    const { blocks, kept } = activeHistory(before.history);
     const keepTokens = options.keepTokens ?? this.keepTokens(before);
     const plan = planCompaction(kept, keepTokens, before.model);
     if (!plan) return { compacted: false, tokensBefore: before.estimate, tokensAfter: before.estimate, reason: 'nothing-to-compact' };
     await this.flushMemory(session, scope, before);
-    const chunkTokens = Math.max(256, Math.floor((before.threshold * 0.8) / before.factor)
-      - countTokens(SUMMARY_SYSTEM_PROMPT, before.model) - countTokens(options.instructions ?? '', before.model) - 64);
-    const result = await summarizeHistory({
-      messages: plan.summarize, previousSummary: previous, instructions: options.instructions, model: before.model, chunkTokens,
-      call: async (messages) => (await this.callCounted(session, before, adHocContext(messages, before.model, 'history'), 'compaction', scope, [])).content,
+    const blocksTokens = blocks.length ? countTokens(systemWithBlocks('', blocks).blocksText, before.model) * before.factor : 0;
+    const mode = blocksTokens > SUMMARY_BLOCKS_MAX_SHARE * before.contextWindow ? 'merge' : 'append';
+    const result = await makeCompactionSummary({
+      prefix: { input: before.input, tools: before.tools, model: before.model, factor: before.factor, threshold: before.threshold },
+      plan, blocks, mode, ...(options.instructions ? { instructions: options.instructions } : {}),
+      call: (context, tools) => this.callCounted(session, before, context, 'compaction', scope, tools),
     }).catch((error: unknown) => {
       if (isAbortError(error) || scope.signal.aborted || error instanceof CompactionError || error instanceof BudgetExceededError) throw error;
       throw new CompactionError(`The summary call failed (${(error as Error).message}).`, error);
     });
     const record: TranscriptCompaction = {
       type: 'compaction', id: randomUUID(), summary: result.summary, firstKeptId: plan.firstKeptId,
-      tokensBefore: before.estimate, tokensAfter: 0, at: new Date(this.deps.clock.now()).toISOString(),
+      tokensBefore: before.estimate, tokensAfter: 0, at: new Date(this.deps.clock.now()).toISOString(), ...(result.appended ? { appended: true } : {}),
     };
-    const after = await this.assemble(session, { history: [...before.history, record] });
+    const after = await this.assemble(session, { history: [...before.history, record], ...(options.tools ? { tools: options.tools } : {}) });
     record.tokensAfter = after.estimate;
     await this.deps.appendEntries(session, [record]);
     entry.compactionCount++;
     entry.contextTokens = after.estimate;
-    scope.logger.info({ reason: options.reason, tokensBefore: record.tokensBefore, tokensAfter: record.tokensAfter, summarized: plan.summarize.length, kept: plan.keep.length, summaryCalls: result.calls, parts: result.parts }, 'session compacted');
-    return { compacted: true, tokensBefore: record.tokensBefore, tokensAfter: record.tokensAfter, summaryCalls: result.calls, parts: result.parts };
+    const merged = mode === 'merge';
+    scope.logger.info({
+      reason: options.reason, tokensBefore: record.tokensBefore, tokensAfter: record.tokensAfter, summarized: plan.summarize.length, kept: plan.keep.length,
+      summaryCalls: result.calls, parts: result.parts, blocks: result.appended ? blocks.length + 1 : 1, merged, sharedPrefix: result.sharedPrefix,
+    }, 'session compacted');
+    return { compacted: true, tokensBefore: record.tokensBefore, tokensAfter: record.tokensAfter, summaryCalls: result.calls, parts: result.parts, ...(merged ? { merged } : {}) };
   }
 
   /** {@link compact}, with a failed summary logged and reported instead of thrown (aborts still propagate). */
@@ -319,7 +337,7 @@ export class ContextEngine {
     this.flushedAt.set(entry.sessionId, entry.compactionCount);
     if (this.flushedAt.size > 10_000) this.flushedAt.delete(this.flushedAt.keys().next().value as string);
     const prompt = memoryFlushPrompt(memoryFileOf(this.deps.clock.now(), this.deps.timezoneOf(entry)));
-    let context = withFlushPrompt(assembled.context, prompt, assembled.model);
+    let context = withInstruction(assembled.context, prompt, assembled.model);
     let written = 0;
     try {
       for (let round = 0; round < MAX_FLUSH_ROUNDS; round++) {
@@ -373,46 +391,6 @@ export class ContextEngine {
     const keep = Math.min(this.settings.compaction.keepRecentTokens, Math.floor(assembled.threshold / 2));
     return Math.max(0, Math.floor(keep / assembled.factor));
   }
-}
-
-/** A context of ad-hoc messages (summary calls), counted like a request. */
-export function adHocContext(messages: ChatMessage[], model: string, component: keyof InputComponents): BuiltContext {
-  const messageTokens = messages.map((m) => chatMessageTokens(m, model));
-  const tokens = countRequestTokens(messages, [], model);
-  const components: InputComponents = { system: 0, bootstrap: 0, tools: 0, history: 0, toolResults: 0, userInput: 0, images: 0 };
-  components[component] = tokens;
-  return { messages, components, tokens, messageTokens, toolTokens: [], kept: [] };
-}
-
-/**
- * The flush request: the conversation plus the flush instruction. When the conversation ends with a user
- * message the instruction joins it, so the request never has two user messages in a row.
- */
-export function withFlushPrompt(base: BuiltContext, prompt: string, model: string): BuiltContext {
-  const last = base.messages.at(-1);
-  if (last?.role !== 'user') return extendContext(base, [{ role: 'user', content: prompt }], model, 'system');
-  const merged: ChatMessage = { ...last, content: `${last.content}\n\n${prompt}` };
-  const mergedTokens = chatMessageTokens(merged, model);
-  const added = mergedTokens - (base.messageTokens.at(-1) ?? 0);
-  return {
-    ...base, messages: [...base.messages.slice(0, -1), merged], messageTokens: [...base.messageTokens.slice(0, -1), mergedTokens],
-    components: { ...base.components, system: base.components.system + added }, tokens: base.tokens + added,
-  };
-}
-
-/** A context with messages appended (the flush's own tool rounds), counted into one component. */
-export function extendContext(base: BuiltContext, messages: ChatMessage[], model: string, component: keyof InputComponents = 'toolResults'): BuiltContext {
-  const tokens = messages.map((m) => chatMessageTokens(m, model));
-  const sum = tokens.reduce((a, b) => a + b, 0);
-  return {
-    ...base, messages: [...base.messages, ...messages], messageTokens: [...base.messageTokens, ...tokens],
-    components: { ...base.components, [component]: base.components[component] + sum }, tokens: base.tokens + sum,
-  };
-}
-
-/** True for a provider error that says the request is longer than the model's window. */
-export function isContextOverflow(error: unknown): boolean {
-  return error instanceof ProviderError && error.code === 'CONTEXT_OVERFLOW';
 }
 
 /** A stand-in inbound message for work that no chat message started (admin compaction). */

@@ -8,6 +8,9 @@ import { renderBootstrap, type BootstrapFile, type BootstrapLimits } from './boo
 import { chatMessageTokens, countTokens, REQUEST_OVERHEAD, toolSchemaTokens } from '../../tokens/tokens.ts';
 import type { InputComponents } from '../turn-events.ts';
 import { imageLines } from '../user-content.ts';
+import { activeHistory, systemWithBlocks } from './summary-blocks.ts';
+
+export { activeHistory, summaryMessage } from './summary-blocks.ts';
 
 /** What a request is assembled from. */
 export interface ContextInput {
@@ -45,7 +48,7 @@ export interface BuiltContext {
   toolTokens: number[];
   /** The transcript messages the request carries (after the last compaction), in order. */
   kept: TranscriptMessage[];
-  /** Summary of the last compaction, if any. */
+  /** The summary blocks in the system message joined (the compactions in force), if any. */
   summary?: string;
 }
 
@@ -55,7 +58,8 @@ export interface BuiltContext {
  *
  * 1. one system message: identity, configured system prompt, tool list, workspace bootstrap files, then
  *    the session facts that change rarely (chat type, channel, model, time zone) and the goal;
- * 2. the summary of the last compaction (changes only when the session is compacted);
+ * 2. in the same system message, the summary blocks of the compactions, oldest first (a compaction appends
+ *    one; they are merged into one only when together they pass a share of the window);
  * 3. the history from the compaction's first kept message on, verbatim (tool calls paired with their
  *    results), each user message preceded by a runtime line with the time it was sent.
  *
@@ -77,17 +81,17 @@ export function buildContext(input: ContextInput): BuiltContext {
     return tokens;
   };
 
-  const { summary, kept, compactionIndex } = activeHistory(input.history);
+  const { blocks, summary, kept, compactionIndex } = activeHistory(input.history);
   // Images stay in requests until the next compaction, which turns them into their lines (SPEC §15): the
   // messages kept verbatim from before it show the lines, so the new prefix stays byte-stable until the next.
   const compacted = input.imageOf && compactionIndex > 0 ? compactedImages(input.history, compactionIndex) : undefined;
-  // The summary joins the one system message: several system messages, or one after the first, are refused
-  // by some OpenAI-compatible servers' chat templates. A compaction changes the prefix anyway.
-  const summaryText = summary ? summaryMessage(summary) : '';
-  const systemTokens = summaryText
-    ? push({ role: 'system', content: `${system}\n\n${summaryText}` })
-    : push({ role: 'system', content: system }, part.tokens);
-  const summaryTokens = summaryText ? countTokens(`\n\n${summaryText}`, model) : 0;
+  // The summary blocks join the one system message (several system messages, or one after the first, are
+  // refused by some OpenAI-compatible servers' chat templates), after the system prompt: a compaction appends
+  // a block, so the system prompt and every earlier block keep their bytes and the cached prefix survives it.
+  const withBlocks = systemWithBlocks(system, blocks);
+  const systemMessage: ChatMessage = { role: 'system', content: withBlocks.content, cacheBreaks: withBlocks.cacheBreaks };
+  const systemTokens = blocks.length ? push(systemMessage) : push(systemMessage, part.tokens);
+  const summaryTokens = blocks.length ? countTokens(withBlocks.blocksText, model) : 0;
   components.history += summaryTokens;
   components.bootstrap += part.bootstrapTokens;
   components.tools += part.toolsTextTokens;
@@ -117,29 +121,6 @@ export function buildContext(input: ContextInput): BuiltContext {
 
   const tokens = (Object.values(components) as number[]).reduce((a, b) => a + b, 0);
   return { messages, components, tokens, messageTokens, toolTokens, kept: paired, ...(summary ? { summary } : {}) };
-}
-
-/** The system message that carries a compaction summary. */
-export function summaryMessage(summary: string): string {
-  return `Summary of the earlier conversation (older messages were compacted into it):\n\n${summary}`;
-}
-
-/** The summary of the last compaction and the messages kept after it. */
-export function activeHistory(history: readonly TranscriptEntry[]): { summary?: string; kept: TranscriptMessage[]; compactionIndex: number } {
-  let start = 0;
-  let summary: string | undefined;
-  let compactionIndex = -1;
-  for (let i = history.length - 1; i >= 0; i--) {
-    const e = history[i] as TranscriptEntry;
-    if (e.type === 'compaction') {
-      summary = e.summary;
-      compactionIndex = i;
-      const first = history.findIndex((x) => x.type === 'message' && x.id === e.firstKeptId);
-      start = first >= 0 ? first : i + 1;
-      break;
-    }
-  }
-  return { summary, kept: history.slice(start).filter((e): e is TranscriptMessage => e.type === 'message'), compactionIndex };
 }
 
 /** The user entries with images written before the compaction at `compactionIndex` (kept verbatim after it). */

@@ -79,7 +79,7 @@ describe('/context, /compact and POST /admin/sessions/:key/compact', () => {
     expect(after).toBeLessThan(before);
     const summaryCall = fake.requests.at(-1)!;
     expect(kindOf(summaryCall)).toBe('compaction');
-    expect(summaryCall.body.messages[1]!.content).toContain('Additional instructions for this summary: keep the numbers');
+    expect(summaryCall.body.messages.at(-1)!.content).toContain('Additional instructions for this summary: keep the numbers');
     const status = await post('/status');
     expect(status).toContain('• compactions: 1');
     expect(status).toContain(`• context: ${after.toLocaleString('en-US')} / 16,000 tokens`);
