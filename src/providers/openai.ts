@@ -1,4 +1,4 @@
-import OpenAI, { APIConnectionError, APIError, APIUserAbortError, toFile } from 'openai';
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, toFile } from 'openai';
 import type {
   ChatCompletionChunk, ChatCompletionCreateParams, ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParamsStreaming, ChatCompletionTool,
 } from 'openai/resources/chat/completions';
@@ -74,7 +74,10 @@ export class OpenAIProvider implements Provider {
       ...(request.reasoningEffort ? { reasoning_effort: request.reasoningEffort as 'low' } : {}),
     };
     const signal = this.callSignal(options.signal);
-    const requestOptions = { signal, headers: { [this.options.correlationHeader]: request.correlationId } };
+    const requestOptions = {
+      signal, headers: { [this.options.correlationHeader]: request.correlationId },
+      ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
+    };
     this.attempts.delete(request.correlationId);
     try {
       const response = options.onDelta
@@ -160,7 +163,7 @@ export class OpenAIProvider implements Provider {
     const choice = completion.choices[0];
     const message = choice?.message;
     return {
-      content: message?.content ?? '',
+      content: stripThink(message?.content ?? ''),
       toolCalls: (message?.tool_calls ?? []).flatMap((c) => (c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: c.function.arguments }] : [])),
       usage: normalizeUsage(completion.usage),
       finishReason: choice?.finish_reason ?? undefined,
@@ -175,6 +178,10 @@ export class OpenAIProvider implements Provider {
     if (this.options.streamUsage !== false) body.stream_options = { include_usage: true };
     const stream = await this.client.chat.completions.create(body, requestOptions);
     let content = '';
+    const think = new ThinkFilter((text) => {
+      content += text;
+      onDelta(text);
+    });
     let usage: TokenUsage | undefined;
     let finishReason: string | undefined;
     let model = params.model;
@@ -186,10 +193,8 @@ export class OpenAIProvider implements Provider {
       if (!choice) continue;
       if (choice.finish_reason) finishReason = choice.finish_reason;
       const delta = choice.delta;
-      if (delta?.content) {
-        content += delta.content;
-        onDelta(delta.content);
-      }
+      // Reasoning (`reasoning_content`, `reasoning`) is never read; a leading <think> block is dropped.
+      if (delta?.content) think.push(delta.content);
       for (const call of delta?.tool_calls ?? []) {
         const current = calls.get(call.index) ?? { id: '', name: '', arguments: '' };
         if (call.id) current.id = call.id;
@@ -198,26 +203,33 @@ export class OpenAIProvider implements Provider {
         calls.set(call.index, current);
       }
     }
+    think.end();
     return { content, toolCalls: [...calls.values()], usage, finishReason, model, retries: 0 };
   }
 }
 
-/** Maps OpenAI-style usage to ours: cached prompt tokens are cache reads; cache writes where reported. */
+/**
+ * Maps OpenAI-style usage to ours: cached prompt tokens are cache reads; cache writes where reported; reasoning
+ * tokens (`completion_tokens_details.reasoning_tokens`, part of the completion tokens) where reported.
+ */
 export function normalizeUsage(usage: unknown): TokenUsage | undefined {
   if (!usage || typeof usage !== 'object') return undefined;
   const u = usage as {
     prompt_tokens?: number; completion_tokens?: number;
     prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number; cache_creation_tokens?: number } | null;
     cache_creation_input_tokens?: number; cache_read_input_tokens?: number;
+    completion_tokens_details?: { reasoning_tokens?: number } | null;
   };
   if (typeof u.prompt_tokens !== 'number' && typeof u.completion_tokens !== 'number') return undefined;
   const cacheRead = u.prompt_tokens_details?.cached_tokens ?? u.cache_read_input_tokens ?? 0;
   const cacheWrite = u.prompt_tokens_details?.cache_write_tokens ?? u.prompt_tokens_details?.cache_creation_tokens ?? u.cache_creation_input_tokens ?? 0;
+  const reasoning = u.completion_tokens_details?.reasoning_tokens;
   return {
     inputTokens: Math.max(0, (u.prompt_tokens ?? 0) - cacheRead - cacheWrite),
     outputTokens: u.completion_tokens ?? 0,
     cacheReadTokens: cacheRead,
     cacheWriteTokens: cacheWrite,
+    ...(typeof reasoning === 'number' ? { reasoningTokens: reasoning } : {}),
   };
 }
 
@@ -226,21 +238,114 @@ function mapError(error: unknown, providerId: string): ProviderError {
   if (error instanceof APIUserAbortError || (error instanceof Error && error.name === 'AbortError')) {
     return new ProviderError('PROVIDER_ABORTED', 'The call was aborted.', { cause: error });
   }
+  // A subclass of APIConnectionError: before it.
+  if (error instanceof APIConnectionTimeoutError) {
+    return new ProviderError('PROVIDER_TIMEOUT', `Provider "${providerId}" did not answer in time; it may be overloaded, or raise its timeoutMs.`, { retryable: true, cause: error });
+  }
   if (error instanceof APIConnectionError) {
     return new ProviderError('PROVIDER_UNAVAILABLE', `Provider "${providerId}" is unreachable (${error.message}); check its baseUrl and that the server runs.`, { retryable: true, cause: error });
   }
   if (error instanceof APIError) {
     const status = error.status as number | undefined;
-    const body = error.error as { code?: string; message?: string } | undefined;
+    const body = error.error as { code?: string; type?: string; message?: string } | undefined;
     const detail = body?.message ?? error.message;
     if (body?.code === 'context_length_exceeded' || /context[_ ]length|maximum context|too many tokens|context window/i.test(detail ?? '')) {
       return new ProviderError('CONTEXT_OVERFLOW', `The conversation is longer than the model's context window: ${detail}`, { status, cause: error });
     }
     if (status === 401 || status === 403) {
-      return new ProviderError('PROVIDER_AUTH', `Provider "${providerId}" refused the API key (HTTP ${status}); check OPENAI_API_KEY.`, { status, cause: error });
+      const fix = providerId === 'default' ? 'OPENAI_API_KEY' : `providers.${providerId}.apiKey`;
+      return new ProviderError('PROVIDER_AUTH', `Provider "${providerId}" refused the API key (HTTP ${status}); check ${fix}.`, { status, cause: error });
     }
+    if (status === 529 || isOverloaded(body?.type) || isOverloaded(body?.code)) {
+      return new ProviderError('PROVIDER_OVERLOADED', `Provider "${providerId}" is overloaded (HTTP ${status ?? '?'}): ${detail}`, { status, retryable: true, cause: error });
+    }
+    if (status === 408) return new ProviderError('PROVIDER_TIMEOUT', `Provider "${providerId}" timed out (HTTP 408): ${detail}`, { status, retryable: true, cause: error });
     if (status === 429) return new ProviderError('PROVIDER_RATE_LIMITED', `Provider "${providerId}" is rate limiting (HTTP 429): ${detail}`, { status, retryable: true, cause: error });
     return new ProviderError('PROVIDER_FAILED', `Provider "${providerId}" answered HTTP ${status ?? '?'}: ${detail}`, { status, retryable: (status ?? 500) >= 500, cause: error });
   }
+  if (brokeOff(error)) {
+    return new ProviderError('PROVIDER_UNAVAILABLE', `The connection to provider "${providerId}" broke off during the answer (${(error as Error).message}).`, { retryable: true, cause: error });
+  }
   return new ProviderError('PROVIDER_FAILED', `Provider "${providerId}" failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+}
+
+/** A streamed answer whose connection closed before its end (undici: `TypeError: terminated`, a socket error cause). */
+function brokeOff(error: unknown): boolean {
+  if (!(error instanceof TypeError)) return false;
+  const cause = (error as { cause?: { code?: unknown } }).cause;
+  return error.message === 'terminated' || cause?.code === 'UND_ERR_SOCKET' || cause?.code === 'ECONNRESET';
+}
+
+function isOverloaded(value: string | undefined): boolean {
+  return value === 'overloaded' || value === 'overloaded_error';
+}
+
+const OPEN = '<think>';
+const CLOSE = '</think>';
+
+/**
+ * The content without a reasoning block at its very start (`<think>…</think>`, leading whitespace allowed, and the
+ * whitespace after it), as Qwen and DeepSeek-R1 templates put it in the answer. An unclosed block leaves nothing.
+ */
+export function stripThink(content: string): string {
+  const start = /^\s*<think>/.exec(content);
+  if (!start) return content;
+  const close = content.indexOf(CLOSE, start[0].length);
+  return close < 0 ? '' : content.slice(close + CLOSE.length).trimStart();
+}
+
+/**
+ * {@link stripThink} for a stream: text pushed in pieces (tags may be split anywhere) comes out without the leading
+ * think block; nothing inside it is ever passed on. Call `end()` after the last piece.
+ */
+export class ThinkFilter {
+  private state: 'start' | 'think' | 'after' | 'pass' = 'start';
+  /** `start`: what came so far (whitespace and a prefix of `<think>`); `think`: a possible prefix of `</think>`. */
+  private held = '';
+  constructor(private readonly emit: (text: string) => void) {}
+
+  push(text: string): void {
+    if (!text) return;
+    if (this.state === 'pass') {
+      this.emit(text);
+      return;
+    }
+    if (this.state === 'start') {
+      this.held += text;
+      const rest = this.held.trimStart();
+      if (rest.startsWith(OPEN)) {
+        this.state = 'think';
+        this.held = '';
+        text = rest.slice(OPEN.length);
+      } else if (OPEN.startsWith(rest)) return;
+      else {
+        this.state = 'pass';
+        const held = this.held;
+        this.held = '';
+        this.emit(held);
+        return;
+      }
+    }
+    if (this.state === 'think') {
+      const inside = this.held + text;
+      const close = inside.indexOf(CLOSE);
+      if (close < 0) {
+        this.held = inside.slice(-(CLOSE.length - 1));
+        return;
+      }
+      this.held = '';
+      this.state = 'after';
+      text = inside.slice(close + CLOSE.length);
+    }
+    const answer = text.trimStart();
+    if (!answer) return;
+    this.state = 'pass';
+    this.emit(answer);
+  }
+
+  /** The stream ended: text held as a possible `<think>` start is passed on; an unclosed block yields nothing. */
+  end(): void {
+    if (this.state === 'start' && this.held) this.emit(this.held);
+    this.held = '';
+  }
 }
