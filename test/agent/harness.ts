@@ -36,7 +36,7 @@ export function kindOf(request: RecordedRequest): 'turn' | 'compaction' | 'memor
   if (first.startsWith('You compact a chat conversation')) return 'compaction';
   // A summary request that shares the turns' prefix ends with its instruction.
   const last = request.body.messages.at(-1);
-  if (last?.role === 'user' && typeof last.content === 'string' && last.content.includes('[Compaction request]')) return 'compaction';
+  if (last?.role === 'user' && JSON.stringify(last.content ?? '').includes('[Compaction request]')) return 'compaction';
   if (request.body.messages.some((m) => m.role === 'user' && (m.content ?? '').includes('[Pre-compaction memory flush]'))) return 'memory-flush';
   return 'turn';
 }
