@@ -1,7 +1,9 @@
 // The context engine's figures: tokenizer throughput and the error of chars/4 on English, Chinese and code;
 // a scripted 200-turn session with tool output against an in-process fake OpenAI server, run with and
-// without compaction and pruning: input tokens per request, and the share of each request that is a
-// byte-identical prefix of the previous one. Standalone: `node --import tsx bench/context-bench.ts`.
+// without compaction and pruning: input tokens per request, the share of each request that is a
+// byte-identical prefix of the previous one (turn requests, and every call including the summary calls),
+// and whether the identifiers planted in user messages and tool outputs all still reach the model after the
+// compactions. Standalone: `node --import tsx bench/context-bench.ts`.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -24,6 +26,7 @@ import { SessionManager } from '../src/sessions/manager.ts';
 import type { SessionPage, SessionStore } from '../src/sessions/store.ts';
 import { JsonlTranscriptStore } from '../src/sessions/transcript.ts';
 import { mean, nowMs, percentile, round } from './stats.ts';
+import { checkIdentifiers, identifiersIn, PrefixMeter, summarizedPart, textOf } from './prefix-meter.ts';
 import { prng } from './prng.ts';
 
 /** Special-token strings (`<|endoftext|>`, which src/agent's own comments quote) count as the text they are, as in the gateway. */
@@ -181,20 +184,24 @@ type Kind = 'turn' | 'compaction' | 'memory-flush';
 
 interface FakeServer {
   baseURL: string;
-  /** Raw bodies of turn requests are compared with the previous one as they arrive. */
-  prefixShares: number[];
-  /** Turn requests whose body starts with the previous turn request's whole messages array. */
-  extended: number;
-  prefixBytes: number;
-  totalBytes: number;
+  /** Turn requests, each compared with the previous turn request as they arrive. */
+  turns: PrefixMeter;
+  /** Every request (turns, summary calls, memory flushes), each compared with the request just before it. */
+  all: PrefixMeter;
+  /** Each summary call's share that is a prefix of the request just before it. */
+  summaryShares: number[];
+  /** The body of the last turn request (what the model got last). */
+  lastTurn?: { messages: { role: string; content: unknown }[] };
   close(): Promise<void>;
 }
 
-/** An OpenAI-compatible fake: a tool call for user messages that ask for one, an answer otherwise. */
+/**
+ * An OpenAI-compatible fake: a tool call for user messages that ask for one, an answer otherwise; a summary
+ * call is answered with a short summary that copies every planted identifier of the part it summarizes.
+ */
 async function startFake(): Promise<FakeServer> {
-  let previous = '';
   let n = 0;
-  const fake: FakeServer = { baseURL: '', prefixShares: [], extended: 0, prefixBytes: 0, totalBytes: 0, close: async () => undefined };
+  const fake: FakeServer = { baseURL: '', turns: new PrefixMeter(), all: new PrefixMeter(), summaryShares: [], close: async () => undefined };
   const server: Server = createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
@@ -203,23 +210,21 @@ async function startFake(): Promise<FakeServer> {
       const body = JSON.parse(raw) as { model: string; messages: { role: string; content: string | null }[] };
       const first = body.messages[0]?.content ?? '';
       const last = body.messages.at(-1);
-      const kind: Kind = first.startsWith('You compact') ? 'compaction' : (last?.content ?? '').startsWith('[Pre-compaction memory flush]') ? 'memory-flush' : 'turn';
-      let message: Record<string, unknown>;
+      const lastText = textOf(last?.content);
+      const kind: Kind = first.startsWith('You compact') || (last?.role === 'user' && lastText.includes('[Compaction request]'))
+        ? 'compaction' : lastText.includes('[Pre-compaction memory flush]') ? 'memory-flush' : 'turn';
+      const share = fake.all.add(raw);
       if (kind === 'turn') {
-        if (previous) {
-          let i = 0;
-          while (i < raw.length && i < previous.length && raw.charCodeAt(i) === previous.charCodeAt(i)) i++;
-          fake.prefixShares.push(i / raw.length);
-          // The client serializes model, messages, max_completion_tokens, ...: the previous messages end at that key.
-          if (i >= previous.lastIndexOf('],"max_completion_tokens"')) fake.extended++;
-          fake.prefixBytes += i;
-          fake.totalBytes += raw.length;
-        }
-        previous = raw;
+        fake.turns.add(raw);
+        fake.lastTurn = body;
       }
-      if (kind === 'compaction') message = { role: 'assistant', content: `## Decisions\n- keep build 4182 under watch\n## Open tasks\n- refund for order #88231\n## Constraints and preferences\n- short answers, no emoji\n## Pending asks\n- none\n## Exact identifiers\n- build 4182, order #88231, ticket OPS-${n}\n## Context\n- a long support and ops conversation (${body.messages.length} messages summarized)` };
-      else if (kind === 'memory-flush') message = { role: 'assistant', content: '- Alice prefers short answers.' };
-      else if (last?.role === 'user' && (last.content ?? '').includes('[needs a tool]')) {
+      if (kind === 'compaction' && share !== undefined) fake.summaryShares.push(share);
+      let message: Record<string, unknown>;
+      if (kind === 'compaction') {
+        const ids = identifiersIn(summarizedPart(body.messages));
+        message = { role: 'assistant', content: `## Decisions\n- keep build 4182 under watch\n## Open tasks\n- refund for order #88231\n## Constraints and preferences\n- short answers, no emoji\n## Pending asks\n- none\n## Exact identifiers\n- build 4182, order #88231, ticket OPS-${n}${ids.length ? `\n- ${ids.join(', ')}` : ''}\n## Context\n- a long support and ops conversation (${body.messages.length} messages summarized)` };
+      } else if (kind === 'memory-flush') message = { role: 'assistant', content: '- Alice prefers short answers.' };
+      else if (last?.role === 'user' && lastText.includes('[needs a tool]')) {
         message = { role: 'assistant', content: null, tool_calls: [{ id: `call_${++n}`, type: 'function', function: { name: 'read_log', arguments: JSON.stringify({ service: `svc-${n % 7}`, lines: 200 }) } }] };
       } else message = { role: 'assistant', content: `Here is what I found (${++n}): ${ENGLISH[n % ENGLISH.length]} ${ENGLISH[(n + 3) % ENGLISH.length]} Anything else?` };
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -275,10 +280,18 @@ async function runSession(variant: Variant, turns: number): Promise<Record<strin
     const transcripts = new JsonlTranscriptStore({ dir: path.join(config.stateDir, 'sessions'), logger });
     const sessions = new SessionManager({ store: new MemoryStore(), transcripts, clock, logger, maxActiveSessions: 10, expiresAt: () => Number.POSITIVE_INFINITY });
     const rand = prng(42);
+    // Unique identifiers the model must still be able to see at the end: one in every third user message and
+    // in the first line of every tool output.
+    const planted: string[] = [];
+    const plant = (prefix: 'REF' | 'TRC') => {
+      const id = `${prefix}-${(0xa00000 + planted.length * 4099).toString(16)}`;
+      planted.push(id);
+      return id;
+    };
     const tools = new ToolRegistry({ timeoutMs: 60_000, maxResultChars: 1_000_000 });
     tools.register(defineTool({
       name: 'read_log', group: 'bench', description: 'reads the last lines of a service log',
-      schema: z.object({ service: z.string(), lines: z.number().optional() }), run: async (args) => logOutput(JSON.stringify(args), rand),
+      schema: z.object({ service: z.string(), lines: z.number().optional() }), run: async (args) => `trace ${plant('TRC')}\n${logOutput(JSON.stringify(args), rand)}`,
     }));
     const runtime = new AgentRuntime({ config, sessions, transcripts, providers: createProviders(config), clock, logger, tools });
     const calls: { kind: Kind; input: number }[] = [];
@@ -287,7 +300,8 @@ async function runSession(variant: Variant, turns: number): Promise<Record<strin
     const t0 = nowMs();
     for (let i = 0; i < turns; i++) {
       const wantsTool = i % 2 === 0;
-      const text = `${ENGLISH[Math.floor(userRand() * ENGLISH.length)]} ${ENGLISH[Math.floor(userRand() * ENGLISH.length)]}${wantsTool ? ' [needs a tool]' : ''}`;
+      const reference = i % 3 === 0 ? ` Note the reference ${plant('REF')}.` : '';
+      const text = `${ENGLISH[Math.floor(userRand() * ENGLISH.length)]} ${ENGLISH[Math.floor(userRand() * ENGLISH.length)]}${reference}${wantsTool ? ' [needs a tool]' : ''}`;
       const message: InboundMessage = {
         id: `m${i}`, channel: 'webchat', accountId: 'default', chatType: 'direct', chatId: 'alice', peerId: 'alice',
         sender: { id: 'alice', name: 'Alice' }, text, attachments: [], mentionsBot: true, receivedAt: clock.now(),
@@ -299,7 +313,6 @@ async function runSession(variant: Variant, turns: number): Promise<Record<strin
     const turnInputs = calls.filter((c) => c.kind === 'turn').map((c) => c.input);
     const entry = sessions.peek('agent:main:main')?.entry;
     await sessions.flush();
-    const shares = fake.prefixShares;
     return {
       variant: variant.name, contextWindow: variant.contextWindow, compaction: variant.compaction, pruning: variant.pruning,
       turns, turnRequests: turnInputs.length,
@@ -311,13 +324,11 @@ async function runSession(variant: Variant, turns: number): Promise<Record<strin
         everyFortiethRequest: turnInputs.filter((_, i) => i % 40 === 39),
       },
       inputTokensTotal: { turns: turnInputs.reduce((a, b) => a + b, 0), allCalls: calls.reduce((a, c) => a + c.input, 0) },
-      prefixShareOfPrevious: {
-        mean: round(mean(shares), 4), p50: round(percentile(shares, 50), 4), p10: round(percentile(shares, 10), 4), min: round(Math.min(...shares), 4),
-        bytesWeighted: round(fake.prefixBytes / fake.totalBytes, 4),
-        requestsAt90PctOrMore: round(shares.filter((s) => s >= 0.9).length / shares.length, 4),
-        extendsPreviousExactly: round(fake.extended / shares.length, 4),
-        prefixBreaks: shares.length - fake.extended,
-      },
+      prefixShareOfPrevious: fake.turns.report(),
+      bytesNotInPrefix: fake.turns.lost(),
+      prefixShareAllCalls: fake.all.report(),
+      summaryCallPrefixShare: fake.summaryShares.length ? { mean: round(mean(fake.summaryShares), 4), min: round(Math.min(...fake.summaryShares), 4) } : undefined,
+      identifiers: fake.lastTurn ? checkIdentifiers(planted, fake.lastTurn, /\n\nSummary of the (?:earlier conversation|part of the conversation that followed) \(/) : undefined,
       wallSeconds: round(wallMs / 1000, 2),
     };
   } finally {
@@ -342,10 +353,36 @@ export async function runContextBench(options: { quick?: boolean } = {}): Promis
   return {
     tokenizer,
     session: {
-      script: `${turns} turns; every other turn one tool call returning a ~8 KB log; 45 s between turns, a 10-minute break every 25 turns; model gpt-4o-mini (o200k_base); reserveTokens 8000, keepRecentTokens 8000; input tokens are our count (the fake reports no usage)`,
+      script: `${turns} turns; every other turn one tool call returning a ~8 KB log; 45 s between turns, a 10-minute break every 25 turns; model gpt-4o-mini (o200k_base); reserveTokens 8000, keepRecentTokens 8000; input tokens are our count (the fake reports no usage); an identifier planted in every third user message and every tool output`,
       variants: session,
     },
+    cacheGoals: cacheGoals(session),
   };
+}
+
+/**
+ * Issue 30's goals for each compaction variant: the bytes-weighted prefix share (turn requests against the
+ * previous turn request, and every call against the call before it, summary calls included), the mean turn
+ * input against sending the whole history (the first variant), and every planted identifier still reaching
+ * the model after the compactions. `bytesNotInPrefix` says where the rest went: messages no earlier request
+ * had (the tool outputs) cap the share whatever compaction does.
+ */
+function cacheGoals(variants: Record<string, unknown>[]): Record<string, unknown>[] {
+  type Row = {
+    variant: string; compaction: boolean; compactions: number; inputTokensPerTurnRequest: { mean: number };
+    prefixShareOfPrevious: { bytesWeighted: number }; prefixShareAllCalls: { bytesWeighted: number }; bytesNotInPrefix: Record<string, number>;
+    identifiers?: { planted: number; recoverable: number; inMoreThanOnePlace: number };
+  };
+  const rows = variants as unknown as Row[];
+  const full = rows[0]?.inputTokensPerTurnRequest.mean ?? 0;
+  return rows.filter((r) => r.compaction).map((r) => ({
+    variant: r.variant,
+    compactions: r.compactions,
+    bytesWeightedPrefixShare: { turns: r.prefixShareOfPrevious.bytesWeighted, allCalls: r.prefixShareAllCalls.bytesWeighted, goal: 0.95 },
+    ceilingWithoutAnyBreak: round(1 - (r.bytesNotInPrefix.newMessages ?? 0) - (r.bytesNotInPrefix.afterMessagesArray ?? 0), 4),
+    meanInputVsFullHistory: { share: round(r.inputTokensPerTurnRequest.mean / full, 4), goal: 0.1 },
+    identifiersRecoverable: r.identifiers ? `${r.identifiers.recoverable}/${r.identifiers.planted} (${r.identifiers.inMoreThanOnePlace} in more than one place)` : 'n/a',
+  }));
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
