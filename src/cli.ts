@@ -123,10 +123,11 @@ jobs.command('pause').description('stop a job from running until resumed').argum
 jobs.command('resume').description('let a paused job run again').argument('<id>')
   .action(async (id: string) => { await jobsSetPaused(await jobsOfGateway(config()), id, false, process.stdout); });
 
-program.command('doctor').description('check the config, state folder, port, provider, channel tokens and DM sessions')
+program.command('doctor').description('check the config, state folder, port, providers (each key), channel tokens and DM sessions')
   .addOption(portOption()).addOption(hostOption())
-  .action(async (flags: ConfigFlags) => {
-    const ok = await runDoctor(config(flags), process.stdout);
+  .option('--completion', 'also make a 1-token completion on each provider\'s model (a paid request)')
+  .action(async (flags: ConfigFlags & { completion?: boolean }) => {
+    const ok = await runDoctor(config(flags), process.stdout, { completion: flags.completion === true });
     process.exitCode = ok ? 0 : 1;
   });
 

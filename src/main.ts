@@ -46,6 +46,8 @@ import { mountOpenAIRoutes } from './http/openai-routes.ts';
 import { mountReadyRoute, readiness, type ReadinessSources } from './http/ready-route.ts';
 import { mountStatusRoutes } from './http/status-routes.ts';
 import { createProviders } from './providers/registry.ts';
+import { ModelChains } from './providers/model-chains.ts';
+import { FailoverTracker } from './accounting/failover-tracker.ts';
 import { dmScopeWarning } from './routing/dm-scope-warning.ts';
 import { pairingAdmin } from './routing/pairing-admin.ts';
 import { SessionManager } from './sessions/manager.ts';
@@ -186,6 +188,8 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     expiresAt: (entry) => expiresAt(runtime.resetPolicyOf(entry), entry.updatedAt),
   });
   const providers = createProviders(config);
+  const failovers = new FailoverTracker(() => models.cooldowns.snapshot());
+  const models = new ModelChains({ providers: config.providers, registry: providers, clock, onFailover: (step) => failovers.record(step) });
   let work: ScheduledWork | undefined;
   const tools = createToolRegistry({
     config, sessions, reader: { get: (key) => sessions.get(key), all: () => allSessions(store, sessions) },
@@ -199,7 +203,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     fetch: (message, attachment, fetchOptions) => gateway.adapterFor(message.channel, message.accountId)?.fetchMedia?.(attachment, fetchOptions),
     transcriberOf: (agent) => providers.get(config.media.transcription.provider ?? agent.providerId),
   });
-  runtime = new AgentRuntime({ config, sessions, transcripts, providers, clock, logger, tools, media, mediaStore });
+  runtime = new AgentRuntime({ config, sessions, transcripts, providers, models, clock, logger, tools, media, mediaStore });
   // Re-keying moves transcript files; in a cluster the conversations keep their keys (see docs/architecture.md).
   opened.push(() => transcripts.close());
   if (transcripts instanceof AgentTranscriptStores) await rekeyIfRoutingChanged(config, store, transcripts, logger, clock.now(), options.rekeyHooks);
@@ -247,6 +251,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       messages: () => ({ ...gateway.stats }),
       repliesFailed: () => gateway.deliveryFailures().byChannel,
       jobRuns: () => work.scheduler.runCounts,
+      failovers: () => ({ counts: failovers.counts(), coolingDown: failovers.coolingDown() }),
       ...(cluster ? { cluster: () => cluster.queue.stats } : {}),
     },
   });
@@ -288,6 +293,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     persistedSessions: () => store.count(),
     providers: Object.values(config.providers).map((p) => ({ id: p.id, kind: p.kind, model: p.model, contextWindow: p.contextWindow })),
     tracker: accounting.providers,
+    failovers: () => failovers.report(),
     queue: () => ({ running: gateway.lanes.runningCount, queued: gateway.lanes.totalQueued() }),
     mcp: () => mcp.status(),
     deliveries: () => gateway.deliveryFailures(),
@@ -295,7 +301,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     ...(cluster ? { cluster: async () => ({ replicaId: cluster.replicaId, replicas: await cluster.replicas.live() }) } : {}),
   });
   registerGatewayCommands(runtime.commands, { status, usage: () => accounting.usage() });
-  registerCheckedCommands(runtime.commands, { providers, clock, keyTotals: (key) => accounting.keyTotals(key), sessionTotals: (key, id) => accounting.sessionTotals(key, id) });
+  registerCheckedCommands(runtime.commands, { keyTotals: (key) => accounting.keyTotals(key), sessionTotals: (key, id) => accounting.sessionTotals(key, id) });
   const dmWarning = dmScopeWarning(config, await pairing.paired().catch(() => []));
   if (dmWarning) logger.warn(dmWarning);
   for (const line of await runtime.contextEngine.budgetWarnings()) logger.warn(line);

@@ -17,6 +17,8 @@ export interface MetricsSources {
   repliesFailed?(): Record<string, number>;
   /** Scheduled job runs since start, by outcome (`delivered`, `silent`, `failed`, `undeliverable`, `budget`; SPEC §17). */
   jobRuns?(): Record<string, number>;
+  /** Failovers since start by (from provider, to provider, code), and the keys cooling down now (SPEC §18). */
+  failovers?(): { counts: { from: string; to: string; code: string; count: number }[]; coolingDown: number };
   /** Cluster mode: lane takeovers, lease losses, reruns and duplicate-reply windows hit by this replica. */
   cluster?(): { takeovers: number; leaseLosses: number; reruns: number; duplicateWindows: number };
 }
@@ -102,6 +104,18 @@ export class GatewayMetrics {
           for (const [outcome, n] of Object.entries(runs())) this.inc({ outcome }, n);
         },
       });
+    }
+    if (sources.failovers) {
+      const failovers = sources.failovers.bind(sources);
+      new Counter({
+        name: 'switchboard_provider_failovers_total', help: 'LLM calls moved to another key or model, by the provider left, the one tried next ("" when none was left) and the error code.',
+        labelNames: ['from', 'to', 'code'], registers,
+        collect() {
+          this.reset();
+          for (const c of failovers().counts) this.inc({ from: c.from, to: c.to, code: c.code }, c.count);
+        },
+      });
+      new Gauge({ name: 'switchboard_provider_keys_cooling_down', help: 'Provider keys cooling down after a failure (skipped until then).', registers, collect() { this.set(failovers().coolingDown); } });
     }
     if (sources.cluster) {
       const cluster = sources.cluster.bind(sources);

@@ -2,6 +2,7 @@ import type { ChannelStatus } from '../core/channel-adapter.ts';
 import type { ProviderFailure, ProviderTracker } from './provider-tracker.ts';
 import type { DeliveryFailure } from '../core/delivery-retry.ts';
 import type { JobView } from '../scheduler/jobs.ts';
+import type { FailoverReport } from './failover-tracker.ts';
 
 /** One channel account in `GET /status`. */
 export interface ChannelStatusReport {
@@ -44,6 +45,8 @@ export interface StatusReport {
   deliveries?: { failed: Record<string, number>; recent: DeliveryFailure[] };
   /** Scheduled jobs (SPEC §17): how many, how many paused, the next due time, the latest runs (newest first). */
   jobs?: JobsStatusReport;
+  /** Calls that moved to another key or model, and the keys cooling down (SPEC §18). */
+  failovers?: FailoverReport;
 }
 
 /** The jobs part of `GET /status`; times are ISO strings. */
@@ -88,6 +91,8 @@ export interface StatusSources {
   deliveries?(): { byChannel: Record<string, number>; recent: DeliveryFailure[] };
   /** Scheduled jobs (the scheduler's `JobsService.list`). */
   jobs?(): Promise<JobView[]>;
+  /** Failovers and cooldowns. */
+  failovers?(): FailoverReport;
 }
 
 /** Builds the status report; a store that cannot count gives `persisted: null` rather than failing. */
@@ -110,6 +115,7 @@ export async function buildStatusReport(sources: StatusSources): Promise<StatusR
     queue: sources.queue(),
     mcp: sources.mcp?.() ?? [],
     ...(sources.deliveries ? { deliveries: deliveriesOf(sources.deliveries()) } : {}),
+    ...(sources.failovers ? { failovers: sources.failovers() } : {}),
     ...(sources.jobs ? { jobs: await sources.jobs().then(jobsReport, (err: unknown) => ({ count: 0, paused: 0, recent: [], error: String((err as Error).message) })) } : {}),
     ...(sources.cluster ? { cluster: await sources.cluster().catch((err: unknown) => ({ replicaId: '', replicas: [], error: String((err as Error).message) })) } : {}),
   };

@@ -3,7 +3,7 @@ import type { Clock } from '../core/clock.ts';
 import { BudgetExceededError, isAbortError, ProviderError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { InboundMessage } from '../core/message.ts';
-import type { Provider, ProviderResponse, ToolSchema } from '../providers/types.ts';
+import type { FailedAttempt, Provider, ProviderResponse, ToolSchema } from '../providers/types.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
 import type { ActiveSession } from '../sessions/manager.ts';
 import type { BuiltContext } from './context/context.ts';
@@ -79,14 +79,20 @@ export class ProviderCaller {
         { signal: input.signal, onDelta: kind === 'turn' ? input.onDelta : undefined },
       );
     } catch (error) {
-      const code = error instanceof ProviderError ? error.code : 'PROVIDER_FAILED';
-      this.deps.events.emit('onLlmCall', scopedEvent(scope, {
-        kind, providerId: provider.id, modelId: model, usage: zeroUsage(), isEstimated: false, estimatedInputTokensByComponent: context.components,
-        retries: (error as { retries?: number }).retries ?? 0, durationMs: this.deps.clock.now() - t0, error: code, at: this.deps.clock.now(),
-      }));
+      // A failover chain that gave up lists every call it made; each is a failed call of its own provider.
+      const attempts = (error as { failedAttempts?: FailedAttempt[] }).failedAttempts;
+      if (attempts?.length) this.emitFailed(scope, kind, context, attempts);
+      else {
+        const code = error instanceof ProviderError ? error.code : 'PROVIDER_FAILED';
+        this.deps.events.emit('onLlmCall', scopedEvent(scope, {
+          kind, providerId: provider.id, modelId: model, usage: zeroUsage(), isEstimated: false, estimatedInputTokensByComponent: context.components,
+          retries: (error as { retries?: number }).retries ?? 0, durationMs: this.deps.clock.now() - t0, error: code, at: this.deps.clock.now(),
+        }));
+      }
       if (!isAbortError(error)) logger.warn({ err: error, providerId: provider.id, model }, 'LLM call failed');
       throw error;
     }
+    if (response.failedAttempts?.length) this.emitFailed(scope, kind, context, response.failedAttempts);
     entry.lastRequestAt = this.deps.clock.now();
     const estimated = !response.usage;
     const callUsage: TokenUsage = response.usage ?? {
@@ -107,13 +113,25 @@ export class ProviderCaller {
       input: current.input + callUsage.inputTokens, output: current.output + callUsage.outputTokens,
       cacheRead: current.cacheRead + callUsage.cacheReadTokens, cacheWrite: current.cacheWrite + callUsage.cacheWriteTokens,
     };
+    // The ledger records who answered: after a failover, another provider and model than the one asked.
     const event = scopedEvent(scope, {
-      kind, providerId: provider.id, modelId: response.model || model, usage: callUsage, isEstimated: estimated, estimatedInputTokensByComponent: context.components,
-      retries: response.retries, durationMs: this.deps.clock.now() - t0, at: this.deps.clock.now(),
+      kind, providerId: response.providerId ?? provider.id, modelId: response.model || model, usage: callUsage, isEstimated: estimated, estimatedInputTokensByComponent: context.components,
+      // The failed calls' retries are on their own events.
+      retries: Math.max(0, response.retries - (response.failedAttempts ?? []).reduce((n, a) => n + a.retries, 0)), durationMs: this.deps.clock.now() - t0, at: this.deps.clock.now(),
     }) as LlmCallEvent;
     if (response.toolCalls.length) event.toolCalls = response.toolCalls.map((c) => c.name);
     this.deps.events.emit('onLlmCall', event);
     return response;
+  }
+
+  /** One failed llm-call event per call a failover chain made before it answered or gave up. */
+  private emitFailed(scope: TurnScope, kind: LlmCallKind, context: BuiltContext, attempts: readonly FailedAttempt[]): void {
+    for (const a of attempts) {
+      this.deps.events.emit('onLlmCall', scopedEvent(scope, {
+        kind, providerId: a.providerId, modelId: a.model, usage: zeroUsage(), isEstimated: false, estimatedInputTokensByComponent: context.components,
+        retries: a.retries, durationMs: a.durationMs, error: a.code, at: this.deps.clock.now(),
+      }));
+    }
   }
 
   /**

@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { AgentConfig, ResolvedConfig } from '../config/resolved.ts';
 import type { TokenUsage, TurnResult } from '../core/channel-adapter.ts';
 import type { Clock } from '../core/clock.ts';
-import { isAbortError, TurnAbortedError } from '../core/errors.ts';
+import { ChosenModelError, isAbortError, TurnAbortedError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { InboundMessage, OutboundMessage } from '../core/message.ts';
-import { requireProvider, type ProviderRegistry } from '../providers/registry.ts';
-import type { Provider, ProviderResponse, ToolSchema } from '../providers/types.ts';
+import { FailoverProvider, isFailoverError } from '../providers/failover.ts';
+import { ModelChains, type ResolvedModel } from '../providers/model-chains.ts';
+import type { ProviderRegistry } from '../providers/registry.ts';
+import type { ProviderResponse, ToolSchema } from '../providers/types.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
 import type { ActiveSession, SessionInit, SessionManager } from '../sessions/manager.ts';
 import { evaluateReset, resolveResetPolicy, type ResetPolicy, type ResetReason } from '../sessions/reset.ts';
@@ -52,6 +54,8 @@ export interface RuntimeOptions {
   media?: MediaIntake;
   /** Where images of user entries are kept, for requests to models that see. */
   mediaStore?: MediaStore;
+  /** Models, fallbacks and keys (SPEC §18); default: built from `config.providers` and `providers`. */
+  models?: ModelChains;
 }
 
 /**
@@ -74,8 +78,12 @@ export class AgentRuntime {
   /** A turn's own model (a heartbeat's cheaper `model`, SPEC §17), for the session entry it runs on. */
   private readonly turnModels = new WeakMap<SessionEntry, string>();
 
+  /** The model chains sessions run on (SPEC §18). */
+  readonly models: ModelChains;
+
   constructor(options: RuntimeOptions) {
     this.options = options;
+    this.models = options.models ?? new ModelChains({ providers: options.config.providers, registry: options.providers, clock: options.clock });
     this.events = options.events ?? new TurnEvents(options.logger);
     this.settler = new RunSettler({ sessions: options.sessions, events: this.events, clock: options.clock, logger: options.logger });
     this.tools = options.tools ?? new ToolRegistry({ timeoutMs: options.config.tools.timeoutSeconds * 1000, maxResultChars: options.config.tools.maxResultChars });
@@ -113,11 +121,9 @@ export class AgentRuntime {
     return agents.find((a) => a.id === agentId) ?? (agents[0] as AgentConfig);
   }
 
-  /** Model, provider and window a session's next turn uses. */
-  modelOf(entry: SessionEntry): { providerId: string; model: string; contextWindow: number; provider: Provider } {
-    const agent = this.agentFor(entry.agentId);
-    const provider = requireProvider(this.options.providers, agent.providerId);
-    return { providerId: provider.id, model: this.turnModels.get(entry) ?? entry.overrides.model ?? agent.model, contextWindow: provider.contextWindow, provider };
+  /** Model, provider (a failover chain when there are fallbacks or more keys) and window a session's next turn uses. */
+  modelOf(entry: SessionEntry): ResolvedModel {
+    return this.models.resolve(this.agentFor(entry.agentId), { override: entry.overrides.model, turnModel: this.turnModels.get(entry) });
   }
 
   resetPolicyOf(entry: SessionEntry): ResetPolicy {
@@ -338,8 +344,15 @@ export class AgentRuntime {
   }
 
   /** One LLM call with accounting: usage (or a tokenizer estimate), session totals, the budget, and the llm-call event. */
-  callProvider(request: ProviderCallRequest): Promise<ProviderResponse> {
-    return this.caller.call(request);
+  async callProvider(request: ProviderCallRequest): Promise<ProviderResponse> {
+    try {
+      return await this.caller.call(request);
+    } catch (error) {
+      // A model chosen with /model has no fallbacks: its failure is told as such (SPEC §18).
+      const { provider } = request;
+      if (provider instanceof FailoverProvider && provider.userChosen && isFailoverError(error)) throw new ChosenModelError(`${provider.id}/${provider.model}`, error);
+      throw error;
+    }
   }
 
   /** The current session's transcript (memory for one-off sessions). */

@@ -12,15 +12,11 @@ import { withPairingAdmin } from './pairing.ts';
 import { findCommandTarget, gatewaySessions } from './gateway-client.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
 import { probeMcpServers } from '../tools/mcp/mcp-probe.ts';
+import { checkProviders } from './doctor-providers.ts';
+import type { Check } from './doctor-check.ts';
 import { probeClusterDatabase } from '../cluster/cluster-probe.ts';
 import { isClusterStore } from '../cluster/pg-database.ts';
 
-/** One line of `switchboard doctor`: `ok`, `warn` or `FAIL`, what was checked, and what to do. */
-export interface Check {
-  name: string;
-  ok: boolean | 'warn';
-  detail: string;
-}
 
 type Probe = { status?: number; body?: unknown; error?: string };
 
@@ -62,22 +58,6 @@ async function checkPort(config: ResolvedConfig): Promise<Check> {
   if (error.code === 'EACCES') return { name, ok: false, detail: `${host}:${port} needs privileges: use a port above 1023 (--port or SWITCHBOARD_PORT)` };
   if (error.code === 'EADDRNOTAVAIL') return { name, ok: false, detail: `${host} is not an address of this machine: set gateway.host (or SWITCHBOARD_HOST) to 127.0.0.1 or 0.0.0.0` };
   return { name, ok: false, detail: `cannot listen on ${host}:${port}: ${error.message}` };
-}
-
-async function checkProvider(p: ResolvedConfig['providers'][string]): Promise<Check> {
-  const name = `provider ${p.id}`;
-  if (p.kind === 'offline') return { name, ok: 'warn', detail: 'offline (no OPENAI_API_KEY or OPENAI_BASE_URL): replies are echoes; set one of them to use a model' };
-  const base = (p.baseUrl || 'https://api.openai.com/v1').replace(/\/+$/, '');
-  const r = await probe(`${base}/models`, { headers: p.apiKey ? { authorization: `Bearer ${p.apiKey}` } : {} });
-  if (r.error) return { name, ok: false, detail: `cannot reach ${base} (${r.error}): is the server up? Check OPENAI_BASE_URL and the network` };
-  if (r.status === 401 || r.status === 403) return { name, ok: false, detail: `${base} refused the API key (HTTP ${r.status}): check OPENAI_API_KEY` };
-  if (r.status! >= 500) return { name, ok: false, detail: `${base} answered HTTP ${r.status}: the provider has a problem right now; try again later` };
-  const models = ((r.body as { data?: { id?: unknown }[] } | undefined)?.data ?? []).map((m) => m.id).filter((id): id is string => typeof id === 'string');
-  if (r.status !== 200 || models.length === 0) return { name, ok: 'warn', detail: `${base} answered HTTP ${r.status} but lists no models: could not check that model ${p.model} exists` };
-  if (!models.includes(p.model)) {
-    return { name, ok: false, detail: `${base} answers, but model ${p.model} is not among its ${models.length} models (${models.slice(0, 5).join(', ')}${models.length > 5 ? ', …' : ''}): set OPENAI_MODEL` };
-  }
-  return { name, ok: true, detail: `${base} answers; model ${p.model} is available` };
 }
 
 /** Socket Mode: does Slack hand out a connection for this app-level token (`apps.connections.open`)? */
@@ -135,11 +115,6 @@ async function checkChannels(config: ResolvedConfig): Promise<Check[]> {
   return Promise.all(checks);
 }
 
-/**
- * `switchboard doctor`: the config, the state folder and its owner, the port, the provider (does it
- * answer, is the model there), each channel's token (does it authenticate), and the `dmScope` warning.
- * Every failed check says what to do.
- */
 /** SPEC §12: what the next start would re-key, given the current identity links and bindings (read only). */
 async function checkRekey(config: ResolvedConfig): Promise<Check> {
   if (!existsSync(path.join(config.stateDir, 'sessions.sqlite')) && config.store.startsWith('sqlite://')) return { name: 're-keying', ok: true, detail: 'no sessions yet' };
@@ -174,7 +149,12 @@ async function checkRekey(config: ResolvedConfig): Promise<Check> {
   }
 }
 
-export async function runDoctor(config: ResolvedConfig, out: NodeJS.WritableStream): Promise<boolean> {
+/**
+ * `switchboard doctor`: the config, the state folder and its owner, the port, each provider (does each key
+ * answer, are the configured models there; with `completion` a 1-token completion), each channel's token
+ * (does it authenticate), and the `dmScope` warning. Every failed check says what to do.
+ */
+export async function runDoctor(config: ResolvedConfig, out: NodeJS.WritableStream, options: { completion?: boolean } = {}): Promise<boolean> {
   const checks: Check[] = [];
   checks.push({ name: 'config', ok: true, detail: config.configPath ? `valid (${config.configPath})` : 'no file; defaults and environment' });
   try {
@@ -188,7 +168,7 @@ export async function runDoctor(config: ResolvedConfig, out: NodeJS.WritableStre
   }
   const [port, providers, channels, mcp] = await Promise.all([
     checkPort(config),
-    Promise.all(Object.values(config.providers).map(checkProvider)),
+    checkProviders(config, { completion: options.completion }),
     checkChannels(config),
     probeMcpServers(config),
   ]);

@@ -71,6 +71,27 @@ export class ProviderError extends SwitchboardError {
   }
 }
 
+/**
+ * The model chosen for a session with `/model` failed (rate limited, overloaded, down, or refusing every key). A
+ * chosen model never falls back to another (SPEC §18), so the user is told, in this message, what happened.
+ */
+export class ChosenModelError extends SwitchboardError {
+  constructor(ref: string, cause: ProviderError) {
+    super('CHOSEN_MODEL_FAILED', `The model chosen for this conversation with /model, ${ref}, failed: ${whatFailed(cause)}. It does not fall back to another model; try again later, or go back to the agent's model with /model default.`, { cause, status: 502 });
+  }
+}
+
+function whatFailed(error: ProviderError): string {
+  switch (error.code) {
+    case 'PROVIDER_RATE_LIMITED': return 'the provider is rate limiting';
+    case 'PROVIDER_OVERLOADED': return 'the provider is overloaded';
+    case 'PROVIDER_TIMEOUT': return 'the provider did not answer in time';
+    case 'PROVIDER_UNAVAILABLE': return 'the provider is unreachable';
+    case 'PROVIDER_AUTH': return 'the provider refused its API key';
+    default: return error.providerStatus ? `the provider answered HTTP ${error.providerStatus}` : 'the call failed';
+  }
+}
+
 /** A channel could not start or deliver (bad token, unreachable API). */
 export class ChannelError extends SwitchboardError {
   constructor(code: string, message: string, cause?: unknown) {

@@ -4,7 +4,7 @@ import { isQuietHeartbeat } from '../scheduler/heartbeat.ts';
 import { zeroUsage } from '../agent/turn-events.ts';
 import { warmTokenCounts } from '../tokens/tokens.ts';
 import type { ChannelAdapter, InboundSink, Submission, SubmitOptions, TurnResult } from '../core/channel-adapter.ts';
-import { isAbortError, SessionKeyError, ShuttingDownError, SwitchboardError, TurnAbortedError } from '../core/errors.ts';
+import { ChosenModelError, isAbortError, SessionKeyError, ShuttingDownError, SwitchboardError, TurnAbortedError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { InboundMessage, OutboundFile, OutboundMessage } from '../core/message.ts';
 import { agentOf } from '../routing/bindings.ts';
@@ -373,7 +373,7 @@ export class Gateway {
     this.stats.failed++;
     logger.error({ err: error, code: (error as SwitchboardError).code }, 'turn failed');
     const reply: OutboundMessage = {
-      text: `Sorry, something went wrong while answering that (ref ${correlationId.slice(0, 8)}). Please try again.`,
+      text: error instanceof ChosenModelError ? error.message : `Sorry, something went wrong while answering that (ref ${correlationId.slice(0, 8)}). Please try again.`,
       kind: 'error', threadId: message.threadId, replyTo: message.id,
     };
     await this.outbound.deliver(message, reply, logger);

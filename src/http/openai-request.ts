@@ -30,11 +30,12 @@ export function openAIUsage(u: TokenUsage): Record<string, unknown> {
   return { prompt_tokens: prompt, completion_tokens: u.outputTokens, total_tokens: prompt + u.outputTokens, ...details };
 }
 
-/** The agent a request's `model` names: an agent id (also `switchboard/<id>`, `agent:<id>`), an agent's model, else the default agent. */
+/** The agent a request's `model` names: an agent id (also `switchboard/<id>`, `agent:<id>`), an agent's model (bare or `<provider>/<model>`), else the default agent. */
 export function agentForModel(agents: readonly AgentConfig[], model: string | undefined): AgentConfig | undefined {
   if (!model?.trim()) return agents[0];
   const name = model.trim().toLowerCase().replace(/^(switchboard[/:]|agent:)/, '');
-  return agents.find((a) => a.id === name) ?? agents.find((a) => a.model.toLowerCase() === model.trim().toLowerCase());
+  const wanted = model.trim().toLowerCase();
+  return agents.find((a) => a.id === name) ?? agents.find((a) => a.model.toLowerCase() === wanted || `${a.providerId}/${a.model}`.toLowerCase() === wanted);
 }
 
 /**

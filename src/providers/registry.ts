@@ -1,22 +1,32 @@
-import type { ResolvedConfig } from '../config/resolved.ts';
+import type { ResolvedConfig, ResolvedProvider } from '../config/resolved.ts';
 import { ConfigError } from '../core/errors.ts';
+import { AnthropicProvider } from './anthropic.ts';
 import { OfflineProvider } from './offline.ts';
 import { OpenAIProvider } from './openai.ts';
 import type { Provider } from './types.ts';
 
-/** The configured providers by id. */
+/** The configured providers by id (each with its first key; {@link credentialsOf} gives one per key). */
 export type ProviderRegistry = Map<string, Provider>;
 
-/** Builds one provider per `providers.<id>` entry. */
+/** Builds one provider per `providers.<id>` entry, with its first key. */
 export function createProviders(config: Pick<ResolvedConfig, 'providers'>): ProviderRegistry {
   const registry: ProviderRegistry = new Map();
-  for (const [id, p] of Object.entries(config.providers)) {
-    registry.set(id, p.kind === 'offline'
-      ? new OfflineProvider({ id, model: p.model, contextWindow: p.contextWindow, maxTokens: p.maxTokens })
-      : new OpenAIProvider({ id, apiKey: p.apiKey, baseUrl: p.baseUrl, model: p.model, contextWindow: p.contextWindow, maxTokens: p.maxTokens,
-        correlationHeader: p.correlationHeader, maxRetries: p.maxRetries, timeoutMs: p.timeoutMs, streamUsage: p.streamUsage }));
-  }
+  for (const [id, p] of Object.entries(config.providers)) registry.set(id, createProvider(p, p.apiKey || p.apiKeys[0] || ''));
   return registry;
+}
+
+/** The provider of one configured entry, speaking with `apiKey`. */
+export function createProvider(p: ResolvedProvider, apiKey: string): Provider {
+  const common = { id: p.id, model: p.model, contextWindow: p.contextWindow, maxTokens: p.maxTokens };
+  if (p.kind === 'offline') return new OfflineProvider(common);
+  const remote = { ...common, apiKey, baseUrl: p.baseUrl, correlationHeader: p.correlationHeader, maxRetries: p.maxRetries, timeoutMs: p.timeoutMs };
+  if (p.kind === 'anthropic') return new AnthropicProvider(remote);
+  return new OpenAIProvider({ ...remote, streamUsage: p.streamUsage });
+}
+
+/** Every key of a configured provider, in order: `apiKey` (when set), then `apiKeys`; duplicates once. */
+export function keysOf(p: Pick<ResolvedProvider, 'apiKey' | 'apiKeys'>): string[] {
+  return [...new Set([p.apiKey, ...p.apiKeys].filter((k) => k.length > 0))];
 }
 
 export function requireProvider(registry: ProviderRegistry, id: string): Provider {

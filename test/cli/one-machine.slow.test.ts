@@ -137,7 +137,7 @@ describe('one machine: one owner per state folder, the command line through the 
       });
       expect(result.code).toBe(1);
       expect(result.stdout).toMatch(/^FAIL\s+port: 127\.0\.0\.1:\d+ is taken by another program: stop it, or start on another port with --port <n> or SWITCHBOARD_PORT$/m);
-      expect(result.stdout).toMatch(new RegExp(`^FAIL\\s+provider default: cannot reach http://127\\.0\\.0\\.1:${dead}/v1 \\(ECONNREFUSED\\): is the server up\\? Check OPENAI_BASE_URL`, 'm'));
+      expect(result.stdout).toMatch(new RegExp(`^FAIL\\s+provider default: openai http://127\\.0\\.0\\.1:${dead}/v1: it is unreachable: is the server up\\? Check OPENAI_BASE_URL`, 'm'));
       expect(result.stdout).toMatch(/^FAIL\s+telegram\/default: Telegram rejected the token \(HTTP 401\): copy it again from @BotFather into TELEGRAM_BOT_TOKEN$/m);
       expect(result.stdout).not.toContain('not-the-token');
     } finally {

@@ -130,7 +130,7 @@ describe('OpenAI provider: images and transcription', () => {
 
     it('a held transcription ends at the provider timeout', async () => {
       fake.transcriptionScript.push({ text: 'too late', until: new Promise<void>(() => undefined) });
-      await expect(provider(0, 200).transcribe(audio, { model: 'whisper-1' })).rejects.toMatchObject({ name: 'ProviderError', code: 'PROVIDER_UNAVAILABLE', retryable: true });
+      await expect(provider(0, 200).transcribe(audio, { model: 'whisper-1' })).rejects.toMatchObject({ name: 'ProviderError', code: 'PROVIDER_TIMEOUT', retryable: true });
     });
 
     it('the offline provider cannot transcribe', () => {

@@ -5,6 +5,7 @@ import { totalTokens, type SessionEntry } from '../../sessions/entry.ts';
 import type { ChatCommand, CommandRegistry } from './commands.ts';
 import { hostZone } from './reset-text.ts';
 import { pauseGoalRun } from '../runs.ts';
+import { modelCommand } from './model-command.ts';
 
 
 /** What `/status` asks of the context engine: whether the session's token budget is below its fixed prompt cost. */
@@ -21,7 +22,7 @@ export function registerBuiltinCommands(registry: CommandRegistry, budgets?: Bud
       immediate: true,
       async run({ session, services }) {
         const e = session.entry;
-        const { model, providerId, contextWindow } = services.modelOf(e);
+        const { ref, userChosen, fallbacks, contextWindow } = services.modelOf(e);
         const pct = contextWindow ? Math.round((e.contextTokens / contextWindow) * 100) : 0;
         const running = services.isRunning(e.key);
         const queued = services.queueDepth(e.key);
@@ -30,7 +31,7 @@ export function registerBuiltinCommands(registry: CommandRegistry, budgets?: Bud
           `**Status** · ${e.key}`,
           `• session id: ${e.sessionId}`,
           `• agent: ${e.agentId}`,
-          `• model: ${model} (provider ${providerId})`,
+          `• model: ${ref}${userChosen ? ' (chosen with /model, no fallbacks)' : fallbacks.length ? ` (fallbacks: ${fallbacks.join(', ')})` : ''}`,
           `• context: ${formatCount(e.contextTokens)} / ${formatCount(contextWindow)} tokens (${pct}%)`,
           `• compactions: ${e.compactionCount}`,
           `• tokens: input ${formatCount(e.tokens.input)} · output ${formatCount(e.tokens.output)} · cache read ${formatCount(e.tokens.cacheRead)} · cache write ${formatCount(e.tokens.cacheWrite)} · total ${formatCount(totalTokens(e.tokens))}`,
@@ -90,18 +91,7 @@ export function registerBuiltinCommands(registry: CommandRegistry, budgets?: Bud
         return `Time zone set to ${zone}. Daily reset: ${services.describeReset(e)}.`;
       },
     },
-    {
-      name: 'model',
-      description: 'show or set the model of this session',
-      usage: '/model [name|default]',
-      async run({ session, args, services }) {
-        const e = session.entry;
-        if (!args) return `Model: ${services.modelOf(e).model}. Change it with /model <name>, or /model default.`;
-        e.overrides = { ...e.overrides, model: args === 'default' ? undefined : args };
-        await services.save(e);
-        return `Model set to ${services.modelOf(e).model}.`;
-      },
-    },
+    modelCommand,
     {
       name: 'goal',
       description: 'set a standing goal; with background execution on, work on it goes on beyond one batch',
@@ -190,6 +180,11 @@ export interface GatewayFigures {
     queue: { running: number; queued: number };
     providers: readonly { id: string; model: string; requests: number; retries: number; errors: number; totalTokens: number }[];
     mcp?: readonly { name: string; state: string; tools: number; error?: string }[];
+    failovers?: {
+      total: number;
+      recent: readonly { from: string; to?: string; code: string; at: string }[];
+      cooldowns: readonly { providerId: string; keyIndex: number; until: string; lastCode: string }[];
+    };
   }>;
   /** Sync or async: in cluster mode the figures are read from the shared ledger. */
   usage(): GatewayUsage | Promise<GatewayUsage>;
@@ -220,6 +215,7 @@ export function registerGatewayCommands(registry: CommandRegistry, figures: Gate
           `• gateway: v${report.version} · up ${formatUptime(report.uptimeSeconds)} · sessions ${formatCount(report.sessions.active)} active / ${stored} stored · ${report.queue.running} running, ${report.queue.queued} queued`,
           ...report.providers.map((p) => `• provider ${p.id} (${p.model}): ${plural(p.requests, 'request')} · ${plural(p.retries, 'retry', 'retries')} · ${plural(p.errors, 'error')} · ${plural(p.totalTokens, 'token')}`),
           ...(report.mcp ?? []).map((m) => `• MCP server ${m.name}: ${m.state} · ${plural(m.tools, 'tool')}${m.error ? ` (${m.error})` : ''}`),
+          ...failoverLines(report.failovers),
         ].join('\n');
       },
     });
@@ -251,4 +247,14 @@ export function formatUptime(seconds: number): string {
   if (d) return `${d}d ${h}h ${m}m`;
   if (h) return `${h}h ${m}m`;
   return m ? `${m}m ${s}s` : `${s}s`;
+}
+
+/** `/status`'s failover lines: how many since start with the latest, and each key cooling down (SPEC §18). */
+function failoverLines(f: Awaited<ReturnType<GatewayFigures['status']>>['failovers']): string[] {
+  if (!f || (!f.total && !f.cooldowns.length)) return [];
+  const last = f.recent[0];
+  return [
+    `• failovers: ${f.total}${last ? ` · latest ${last.at.slice(11, 19)} UTC: ${last.from} → ${last.to ?? 'nothing left'} (${last.code})` : ''}`,
+    ...f.cooldowns.map((c) => `• cooling down: ${c.providerId} key ${c.keyIndex + 1} until ${c.until.slice(11, 19)} UTC (${c.lastCode})`),
+  ];
 }

@@ -1,3 +1,4 @@
+import type { ResolvedModel } from '../../providers/model-chains.ts';
 import type { ResolvedConfig } from '../../config/resolved.ts';
 import type { InboundMessage } from '../../core/message.ts';
 import type { SessionEntry } from '../../sessions/entry.ts';
@@ -41,7 +42,7 @@ export interface CommandServices {
   config: ResolvedConfig;
   now(): number;
   /** Model and provider the session's next turn would use. */
-  modelOf(entry: SessionEntry): { providerId: string; model: string; contextWindow: number };
+  modelOf(entry: SessionEntry): Pick<ResolvedModel, 'providerId' | 'model' | 'ref' | 'contextWindow' | 'userChosen' | 'fallbacks'>;
   save(entry: SessionEntry): Promise<void>;
   /** Aborts the session's running turn; false when none runs. */
   stopTurn(key: string): boolean;

@@ -175,6 +175,18 @@ export async function showJobs() {
   renderJobs(jobs);
 }
 
+/** Failovers since start (the latest) and keys cooling down, from `GET /status`'s `failovers`. */
+function failoverParts(f) {
+  if (!f) return [];
+  return [
+    h('h2', { text: `Failovers (${fmt(f.total)} since start)` }),
+    table([['time', (r) => when(r.at)], ['from', (r) => r.from], ['to', (r) => r.to ?? 'nothing left'], ['why', (r) => r.code]], f.recent, 'No call has failed over.'),
+    h('h2', { text: 'Keys cooling down' }),
+    table([['provider', (c) => c.providerId], ['key', (c) => `#${c.keyIndex + 1}`, 'num'], ['until', (c) => when(c.until)], ['failures', (c) => fmt(c.failures), 'num'], ['why', (c) => c.lastCode]],
+      f.cooldowns, 'No key is cooling down.'),
+  ];
+}
+
 export async function showProviders(status) {
   const [{ usage, recentTurns }, totals] = await Promise.all([api('/admin/providers'), api('/usage')]);
   $('providers').replaceChildren(
@@ -183,6 +195,7 @@ export async function showProviders(status) {
       ['requests', (p) => fmt(p.requests), 'num'], ['retries', (p) => fmt(p.retries), 'num'], ['errors', (p) => fmt(p.errors), 'num'],
       ['tokens', (p) => fmt(p.totalTokens), 'num'], ['last error', (p) => (p.lastError ? `${p.lastError.code} (${p.lastError.modelId}, ${when(p.lastError.at)})` : ''), 'wrap'],
     ], status?.providers ?? []),
+    ...failoverParts(status?.failovers),
     h('h2', { text: 'By model' }),
     table([
       ['provider / model', (u) => `${u.providerId} / ${u.modelId}`], ['requests', (u) => fmt(u.requests), 'num'], ['retries', (u) => fmt(u.retries), 'num'],
