@@ -1,4 +1,3 @@
-import { isAbortError } from '../../core/errors.ts';
 import type { ProviderResponse, ToolSchema } from '../../providers/types.ts';
 import type { TranscriptEntry } from '../../sessions/transcript.ts';
 import { countTokens } from '../../tokens/tokens.ts';
@@ -118,7 +117,7 @@ export async function makeCompactionSummary(options: CompactionSummaryOptions): 
       return { summary, appended, calls, parts: 1, sharedPrefix: true };
     } catch (error) {
       // The window is smaller than our count says: the staged path's smaller requests may still fit.
-      if (!isContextOverflow(error) || isAbortError(error)) throw error;
+      if (!isContextOverflow(error)) throw error;
     }
   }
   const { model, factor, threshold } = prefix;
