@@ -92,6 +92,31 @@ describe('anthropic through the gateway', () => {
     expect(JSON.stringify(last.body)).toContain('OPS-1001');
   }, 60_000);
 
+  it('an overloaded OpenAI-compatible model falls back to Claude; Claude\'s "prompt is too long" compacts and answers', async () => {
+    claude.fallback = (r) => (isSummary(r) ? { content: '## Decisions\n- none' } : { content: `Claude: ${lastUserText(r).slice(-12)}` });
+    gw = await startTestGateway({
+      dir: tmp.dir, adapters: [channel = new TestChannel()],
+      config: {
+        providers: {
+          claude: { kind: 'anthropic', baseUrl: claude.baseURL, apiKey: 'sk-ant-test', model: 'claude-test-1', maxTokens: 512 },
+          default: { baseUrl: openai.baseURL, apiKey: 'sk-open-test', model: 'gpt-test', maxRetries: 2 },
+        },
+        agents: { defaults: { model: 'default/gpt-test', fallbacks: ['claude/claude-test-1'], compaction: { keepRecentTokens: 10 } } },
+        channels: { telegram: { enabled: true, botToken: 'test-token', dmPolicy: 'open' } },
+      },
+    });
+    openai.script.push({ status: 529, error: { message: 'Overloaded', type: 'overloaded_error' } });
+    expect(await ask('first question')).toBe('Claude: rst question');
+    expect(openai.requests).toHaveLength(1);
+    expect(gw.accounting.providers.recent()[0]).toMatchObject({ providerId: 'claude', modelId: 'claude-test-1' });
+    // The OpenAI key cools down, so Claude answers on; its context overflow is compacted, not failed over.
+    expect(await ask('second question')).toBe('Claude: ond question');
+    claude.script.push({ status: 400, error: { type: 'invalid_request_error', message: 'prompt is too long: 250000 tokens > 200000 maximum' } });
+    expect(await ask('third question')).toBe('Claude: ird question');
+    expect((await gw.store.get('agent:main:main'))!.compactionCount).toBe(1);
+    expect(openai.requests).toHaveLength(1);
+  });
+
   it('the same conversation costs the same prompt on both kinds, within the tokenizer\'s error', async () => {
     // The fake OpenAI counts the prompt as a provider would: every message's text, the tools' JSON, and an overhead per message.
     openai.fallback = (r) => {
