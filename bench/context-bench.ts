@@ -199,7 +199,7 @@ interface FakeServer {
  * An OpenAI-compatible fake: a tool call for user messages that ask for one, an answer otherwise; a summary
  * call is answered with a short summary that copies every planted identifier of the part it summarizes.
  */
-async function startFake(): Promise<FakeServer> {
+async function startFake(summaryWords = 0): Promise<FakeServer> {
   let n = 0;
   const fake: FakeServer = { baseURL: '', turns: new PrefixMeter(), all: new PrefixMeter(), summaryShares: [], close: async () => undefined };
   const server: Server = createServer((req, res) => {
@@ -222,7 +222,7 @@ async function startFake(): Promise<FakeServer> {
       let message: Record<string, unknown>;
       if (kind === 'compaction') {
         const ids = identifiersIn(summarizedPart(body.messages));
-        message = { role: 'assistant', content: `## Decisions\n- keep build 4182 under watch\n## Open tasks\n- refund for order #88231\n## Constraints and preferences\n- short answers, no emoji\n## Pending asks\n- none\n## Exact identifiers\n- build 4182, order #88231, ticket OPS-${n}${ids.length ? `\n- ${ids.join(', ')}` : ''}\n## Context\n- a long support and ops conversation (${body.messages.length} messages summarized)` };
+        message = { role: 'assistant', content: `## Decisions\n- keep build 4182 under watch\n## Open tasks\n- refund for order #88231\n## Constraints and preferences\n- short answers, no emoji\n## Pending asks\n- none\n## Exact identifiers\n- build 4182, order #88231, ticket OPS-${n}${ids.length ? `\n- ${ids.join(', ')}` : ''}\n## Context\n- a long support and ops conversation (${body.messages.length} messages summarized)${summaryWords ? `\n- ${corpus(ENGLISH, summaryWords * 6, n, ' ')}` : ''}` };
       } else if (kind === 'memory-flush') message = { role: 'assistant', content: '- Alice prefers short answers.' };
       else if (last?.role === 'user' && lastText.includes('[needs a tool]')) {
         message = { role: 'assistant', content: null, tool_calls: [{ id: `call_${++n}`, type: 'function', function: { name: 'read_log', arguments: JSON.stringify({ service: `svc-${n % 7}`, lines: 200 }) } }] };
@@ -256,11 +256,13 @@ interface Variant {
   contextWindow: number;
   compaction: boolean;
   pruning: boolean;
+  /** About this many words more in every summary (the fake's are short; a model's are often a thousand tokens or more). */
+  summaryWords?: number;
 }
 
 async function runSession(variant: Variant, turns: number): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'switchboard-context-bench-'));
-  const fake = await startFake();
+  const fake = await startFake(variant.summaryWords);
   try {
     const config = loadConfig({
       cwd: dir, env: {}, dotenv: false,
@@ -313,12 +315,15 @@ async function runSession(variant: Variant, turns: number): Promise<Record<strin
     const turnInputs = calls.filter((c) => c.kind === 'turn').map((c) => c.input);
     const entry = sessions.peek('agent:main:main')?.entry;
     await sessions.flush();
+    const records = entry ? (await transcripts.read(entry.sessionId)).filter((e) => e.type === 'compaction') : [];
     return {
-      variant: variant.name, contextWindow: variant.contextWindow, compaction: variant.compaction, pruning: variant.pruning,
+      variant: variant.name, contextWindow: variant.contextWindow, compaction: variant.compaction, pruning: variant.pruning, ...(variant.summaryWords ? { summaryWords: variant.summaryWords } : {}),
       turns, turnRequests: turnInputs.length,
       summaryCalls: calls.filter((c) => c.kind === 'compaction').length,
       memoryFlushCalls: calls.filter((c) => c.kind === 'memory-flush').length,
       compactions: entry?.compactionCount ?? 0,
+      // Compactions after the first that rewrote the summary blocks into one (the rest appended a block).
+      blockMerges: records.slice(1).filter((r) => !r.appended).length,
       inputTokensPerTurnRequest: {
         mean: Math.round(mean(turnInputs)), p50: percentile(turnInputs, 50), p95: percentile(turnInputs, 95), max: Math.max(...turnInputs), last: turnInputs.at(-1),
         everyFortiethRequest: turnInputs.filter((_, i) => i % 40 === 39),
@@ -347,6 +352,7 @@ export async function runContextBench(options: { quick?: boolean } = {}): Promis
     { name: 'pruning (cache-ttl 5m, keep 3)', contextWindow: 1_000_000, compaction: false, pruning: true },
     { name: 'compaction (32k window)', contextWindow: 32_000, compaction: true, pruning: false },
     { name: 'compaction (32k window) + pruning', contextWindow: 32_000, compaction: true, pruning: true },
+    { name: 'compaction (32k window), 1,000-word summaries', contextWindow: 32_000, compaction: true, pruning: false, summaryWords: 1000 },
   ];
   const session: Record<string, unknown>[] = [];
   for (const v of variants) session.push(await runSession(v, turns));
