@@ -90,8 +90,9 @@ export function buildContext(input: ContextInput): BuiltContext {
   // a block, so the system prompt and every earlier block keep their bytes and the cached prefix survives it.
   const withBlocks = systemWithBlocks(system, blocks);
   const systemMessage: ChatMessage = { role: 'system', content: withBlocks.content, cacheBreaks: withBlocks.cacheBreaks };
-  const systemTokens = blocks.length ? push(systemMessage) : push(systemMessage, part.tokens);
-  const summaryTokens = blocks.length ? countTokens(withBlocks.blocksText, model) : 0;
+  const counted = blocks.length ? blockCountsOf(input.entry, systemMessage, withBlocks.blocksText, model) : { tokens: part.tokens, summaryTokens: 0 };
+  const systemTokens = push(systemMessage, counted.tokens);
+  const summaryTokens = counted.summaryTokens;
   components.history += summaryTokens;
   components.bootstrap += part.bootstrapTokens;
   components.tools += part.toolsTextTokens;
@@ -121,6 +122,18 @@ export function buildContext(input: ContextInput): BuiltContext {
 
   const tokens = (Object.values(components) as number[]).reduce((a, b) => a + b, 0);
   return { messages, components, tokens, messageTokens, toolTokens, kept: paired, ...(summary ? { summary } : {}) };
+}
+
+/** Per live session entry: the counts of its system message with the summary blocks, made again when they change. */
+const blockCounts = new WeakMap<SessionEntry, { model: string; content: string; tokens: number; summaryTokens: number }>();
+
+/** Tokens of the system message with its blocks (up to a fifth of the window) and of the blocks, counted once per change. */
+function blockCountsOf(entry: SessionEntry, message: ChatMessage, blocksText: string, model: string): { tokens: number; summaryTokens: number } {
+  const cached = blockCounts.get(entry);
+  if (cached && cached.model === model && cached.content === message.content) return cached;
+  const counted = { model, content: message.content, tokens: chatMessageTokens(message, model), summaryTokens: countTokens(blocksText, model) };
+  blockCounts.set(entry, counted);
+  return counted;
 }
 
 /** The user entries with images written before the compaction at `compactionIndex` (kept verbatim after it). */

@@ -7,6 +7,7 @@ import type { MediaRecord } from '../../../src/core/message.ts';
 import type { ChatImage } from '../../../src/providers/types.ts';
 import type { SessionEntry } from '../../../src/sessions/entry.ts';
 import type { TranscriptCompaction, TranscriptEntry, TranscriptMessage } from '../../../src/sessions/transcript.ts';
+import { countRequestTokens } from '../../../src/tokens/tokens.ts';
 
 const at = '2026-01-01T00:00:00.000Z';
 const agent = { id: 'main', name: 'Switchboard', providerId: 'default', model: 'gpt-4o', fallbacks: [], workspace: '/w', tools: { preset: 'none', allow: [], deny: [] }, tokenBudget: 0, vision: 'auto' } as unknown as ContextInput['agent'];
@@ -63,6 +64,23 @@ describe('summary blocks in the system message', () => {
     expect(s3!.content.startsWith(s2!.content)).toBe(true);
     expect(s2!.cacheBreaks).toEqual(s1!.cacheBreaks!.concat(end2 as number));
     expect(s3!.cacheBreaks!.slice(0, 3)).toEqual(s2!.cacheBreaks);
+  });
+});
+
+describe('the counts of a system message with blocks', () => {
+  it('are kept per session while the blocks stay, made again when one is added, and always equal a fresh count', () => {
+    const e = entry();
+    const u = [msg('u0'), msg('a0', 'assistant'), msg('u1'), msg('a1', 'assistant'), msg('u2')];
+    const one: TranscriptEntry[] = [...u.slice(0, 3), compaction('c1', `block one ${'x '.repeat(200)}`, 'u1')];
+    const two: TranscriptEntry[] = [...one, u[3]!, u[4]!, compaction('c2', 'block two', 'u2', true)];
+    for (const history of [one, one, two, two]) {
+      const cached = buildContext(input(history, e));
+      const fresh = buildContext(input(history));
+      expect(cached.messages).toEqual(fresh.messages);
+      expect([cached.tokens, cached.messageTokens, cached.components]).toEqual([fresh.tokens, fresh.messageTokens, fresh.components]);
+      expect(cached.tokens).toBe(countRequestTokens(cached.messages, [], 'gpt-4o'));
+    }
+    expect(buildContext(input(two, e)).tokens).toBeGreaterThan(buildContext(input(one, e)).tokens);
   });
 });
 
