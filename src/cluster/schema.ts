@@ -3,11 +3,13 @@
  * transaction under a database-wide advisory lock, so replicas starting together apply it exactly once.
  * Never edit an applied migration: add the next one.
  */
-export interface Migration {
-  /** Sortable and unique: `NNN-name`. */
-  id: string;
-  sql: string;
-}
+import { MIGRATION_006 } from './migrations/006-ledger-ids.ts';
+import { MIGRATION_007 } from './migrations/007-rate-limits.ts';
+import { MIGRATION_008 } from './migrations/008-queue-fairness.ts';
+import { MIGRATION_009 } from './migrations/009-runs-rekey.ts';
+import type { Migration } from './migrations/migration.ts';
+
+export type { Migration } from './migrations/migration.ts';
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -203,4 +205,6 @@ CREATE TABLE sb_job_state (
 );
 `,
   },
+  // Later migrations live in ./migrations/, one file each; one whose SQL is still empty is skipped.
+  ...[MIGRATION_006, MIGRATION_007, MIGRATION_008, MIGRATION_009].filter((m) => m.sql.trim() !== ''),
 ];

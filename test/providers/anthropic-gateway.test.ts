@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { SUMMARY_REQUEST_MARKER } from '../../src/agent/context/summary-request.ts';
 import type { RunningGateway } from '../../src/main.ts';
-import { breakpointsOf, lastUserText, startFakeAnthropic, type FakeAnthropic, type RecordedAnthropicRequest } from '../fakes/fake-anthropic.ts';
+import { breakpointsOf, lastUserText, startFakeAnthropic, type FakeAnthropic, type RecordedAnthropicRequest, type WireBlock } from '../fakes/fake-anthropic.ts';
 import { startFakeOpenAI, textOf, type FakeOpenAI } from '../fakes/fake-openai.ts';
 import { startTestGateway, tempDir } from '../helpers/gateway.ts';
 import { TestChannel } from '../helpers/test-channel.ts';
@@ -70,7 +70,7 @@ describe('anthropic through the gateway', () => {
     }
     // Once compacted, the summary blocks follow the system prompt as blocks of their own, the last one a breakpoint.
     const last = turns.at(-1)!;
-    const blocks = last.body.system as { text: string; cache_control?: unknown }[];
+    const blocks = last.body.system as WireBlock[];
     expect(blocks.length).toBeGreaterThanOrEqual(2);
     expect(blocks.at(-1)!.cache_control).toEqual({ type: 'ephemeral' });
     // What the ledger says is what the fake counted: the share of input read from the cache across turns 2..50.
