@@ -1,6 +1,6 @@
 import type { ResolvedConfig, ResolvedProvider } from '../config/resolved.ts';
 import { ConfigError } from '../core/errors.ts';
-import { AnthropicProvider } from './anthropic.ts';
+import { LazyProvider } from './lazy-provider.ts';
 import { OfflineProvider } from './offline.ts';
 import { OpenAIProvider } from './openai.ts';
 import type { Provider } from './types.ts';
@@ -20,7 +20,8 @@ export function createProvider(p: ResolvedProvider, apiKey: string): Provider {
   const common = { id: p.id, model: p.model, contextWindow: p.contextWindow, maxTokens: p.maxTokens };
   if (p.kind === 'offline') return new OfflineProvider(common);
   const remote = { ...common, apiKey, baseUrl: p.baseUrl, correlationHeader: p.correlationHeader, maxRetries: p.maxRetries, timeoutMs: p.timeoutMs };
-  if (p.kind === 'anthropic') return new AnthropicProvider(remote);
+  // The Anthropic SDK is loaded at the first call: most gateways never use it, and it costs start-up time.
+  if (p.kind === 'anthropic') return new LazyProvider({ ...common, kind: 'anthropic' }, async () => new (await import('./anthropic.ts')).AnthropicProvider(remote));
   return new OpenAIProvider({ ...remote, streamUsage: p.streamUsage });
 }
 
