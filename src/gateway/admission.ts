@@ -43,7 +43,7 @@ export class Admission {
     this.stats = deps.stats;
     this.outbound = deps.outbound;
     this.groupContext = deps.groupContext;
-    this.rateLimiter = new SenderRateLimiter(deps.options.config.limits.perSender, deps.options.clock);
+    this.rateLimiter = new SenderRateLimiter(deps.options.config.limits.perSender, deps.options.clock, { buckets: deps.options.rateBuckets, logger: deps.options.logger });
   }
 
   /** A delivery already taken: counted, logged, nothing queued. */
@@ -97,7 +97,7 @@ export class Admission {
     const immediate = !message.internal && this.options.runtime.isImmediate(message.text);
     if (!immediate && !message.internal) {
       // /stop and /status are never limited; nothing a tool or a goal run queues is either.
-      const limited = this.rateLimiter.take(message.rateLimitKey ?? `${message.channel}:${message.peerId}`);
+      const limited = await this.rateLimiter.take(message.rateLimitKey ?? `${message.channel}:${message.peerId}`);
       if (!limited.allowed) return this.refuseRate(message, sessionKey, correlationId, limited, logger, deduped);
     }
     const oversize = oversizeOf(this.options.config, message);

@@ -7,6 +7,7 @@ import type { PairingStore } from '../routing/pairing.ts';
 import type { Inbox } from './inbox.ts';
 import type { MediaStore } from '../media/media-store.ts';
 import type { QueueTimers } from './queue-mode.ts';
+import type { RateBuckets } from './rate-buckets.ts';
 import type { LiveTimers } from './live-reply.ts';
 import type { TypingTimers } from './typing-loop.ts';
 import type { SharedGroupContext, SharedQueue } from './shared-queue.ts';
@@ -22,6 +23,8 @@ export interface GatewayOptions {
   queue?: SharedQueue;
   /** Cluster mode: group context kept in the shared database. */
   sharedGroupContext?: SharedGroupContext;
+  /** Cluster mode: `limits.perSender`'s buckets in the shared database (default: this process's memory). */
+  rateBuckets?: RateBuckets;
   /** Called after `/stop` stopped a session here (cluster mode tells the other replicas). */
   onStop?: (key: string) => void;
   pairing?: PairingStore;

@@ -10,7 +10,7 @@ import { BadRequestError, ConfigError } from '../core/errors.ts';
 import { internalMessage } from '../core/internal-message.ts';
 import type { Logger } from '../core/logger.ts';
 import { outboundText, type DeliveryTarget } from '../core/message.ts';
-import { SenderRateLimiter } from '../gateway/rate-limit.ts';
+import { SenderRateLimiter, type RateBuckets } from '../gateway/rate-limit.ts';
 import { buildSessionKey, parseSessionKey } from '../routing/session-key.ts';
 import type { JobsService } from '../scheduler/jobs.ts';
 import type { HttpApp, HttpVariables } from './app.ts';
@@ -38,6 +38,8 @@ export interface HookRouteDeps {
   logger: Logger;
   /** Told of each call refused by `limits.perSender` (the runtime's turn events: `/metrics` counts refusals by reason). */
   onRefusal?: (event: RefusalEvent) => void;
+  /** Cluster mode: the buckets the replicas share (default: this process's memory). */
+  rateBuckets?: RateBuckets;
 }
 
 /** Characters a bearer token may have (RFC 6750 b64token), as Hono's bearerAuth checks them. */
@@ -130,11 +132,11 @@ export function mountHookRoutes(deps: HookRouteDeps): (app: HttpApp) => void {
   const refuse = (c: Context) => jsonError(c, 401, 'Missing or wrong bearer token: send Authorization: Bearer <hooks.token>.', 'unauthorized');
   const bearer = bearerAuth<{ Variables: HttpVariables }>({ token, noAuthenticationHeader: { message: refuse }, invalidAuthenticationHeader: { message: refuse }, invalidToken: { message: refuse } });
   const guard: MiddlewareHandler<{ Variables: HttpVariables }> = async (c, next) => (isHookPath(c.req.path) ? bearer(c, next) : next());
-  const limiter = new SenderRateLimiter(config.limits.perSender, deps.clock);
+  const limiter = new SenderRateLimiter(config.limits.perSender, deps.clock, { buckets: deps.rateBuckets, logger: deps.logger });
 
   /** Takes a token of the caller's bucket; a Response when over `limits.perSender`. */
-  const overLimit = (c: Context<{ Variables: HttpVariables }>, rateLimitKey: string): Response | undefined => {
-    const decision = limiter.take(rateLimitKey);
+  const overLimit = async (c: Context<{ Variables: HttpVariables }>, rateLimitKey: string): Promise<Response | undefined> => {
+    const decision = await limiter.take(rateLimitKey);
     if (decision.allowed) return undefined;
     const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
     deps.onRefusal?.({ reason: 'rate_limit', correlationId: c.get('correlationId'), channel: 'internal', at: deps.clock.now() });
@@ -149,7 +151,7 @@ export function mountHookRoutes(deps: HookRouteDeps): (app: HttpApp) => void {
       const body = parseBody(hookAgentSchema, await readJson(c));
       const sessionKey = hookSessionKey(config, body);
       if (body.deliverTo) checkTarget(config, body.deliverTo);
-      const limited = overLimit(c, rateLimitKey);
+      const limited = await overLimit(c, rateLimitKey);
       if (limited) return limited;
       const message = {
         ...internalMessage({ kind: 'hook', sessionKey, ...(body.deliverTo ? { deliverTo: deliveryTargetOf(body.deliverTo) } : {}) }, body.message, deps.clock.now()),
@@ -168,7 +170,7 @@ export function mountHookRoutes(deps: HookRouteDeps): (app: HttpApp) => void {
       });
     });
     app.post('/hooks/wake', async (c) => {
-      const limited = overLimit(c, `hook:${clientAddress(c)}`);
+      const limited = await overLimit(c, `hook:${clientAddress(c)}`);
       if (limited) return limited;
       if (!(await deps.jobs.wake())) return jsonError(c, 409, 'No heartbeat is configured (heartbeat in the config), so there is nothing to wake.', 'no_heartbeat');
       return c.json({ queued: true }, 202);
