@@ -8,6 +8,7 @@ import { startRecordingLlm } from '../../test/cluster/chaos/recording-llm.ts';
 import { ReplicaSet } from '../../test/cluster/chaos/replica-processes.ts';
 import { percentile, round } from '../stats.ts';
 import { startFakeBotApi } from './fake-bot-api.ts';
+import { StatementCounter } from './statement-counter.ts';
 
 /** One measured configuration. */
 export interface ClusterBenchRow {
@@ -22,6 +23,10 @@ export interface ClusterBenchRow {
   p99Ms: number;
   /** PostgreSQL transactions per turn (pg_stat_database.xact_commit delta, heartbeats and polls included). */
   pgTransactionsPerTurn?: number;
+  /** Statements per turn, counted by a proxy in front of PostgreSQL (every connection of every replica, heartbeats and polls included). */
+  statementsPerTurn?: number;
+  /** The statements of the measured run most often sent, with their count per turn. */
+  topStatements?: { sql: string; perTurn: number }[];
   /** Throughput relative to 1 replica of the same mode and LLM latency. */
   speedup?: number;
 }
@@ -90,6 +95,7 @@ async function measure(options: ClusterBenchOptions, mode: 'cluster' | 'embedded
   url.pathname = `/${name}`;
   if (mode === 'cluster') await admin(options.adminUri, `CREATE DATABASE ${name}`);
   const pool = mode === 'cluster' ? new pg.Pool({ connectionString: url.toString(), max: 1 }) : undefined;
+  const counter = mode === 'cluster' ? await StatementCounter.start(url.toString()) : undefined;
   const dir = await mkdtemp(path.join(os.tmpdir(), 'switchboard-cluster-bench-'));
   const llm = await startRecordingLlm(() => llmMs);
   const botApi = await startFakeBotApi();
@@ -101,7 +107,7 @@ async function measure(options: ClusterBenchOptions, mode: 'cluster' | 'embedded
   };
   const waitReply = (_chat: number, text: string) => new Promise<number>((resolve) => waiting.set(text, resolve));
   const set = new ReplicaSet(dir, {
-    store: mode === 'cluster' ? url.toString() : undefined, llmBaseURL: llm.baseURL,
+    store: counter ? counter.uri(url.toString()) : undefined, llmBaseURL: llm.baseURL,
     telegram: { token: botApi.token, apiRoot: botApi.apiRoot, webhookSecret: SECRET },
     maxConcurrent: options.maxConcurrent, laneLeaseMs: 30_000, pollMs: 1000,
   });
@@ -110,21 +116,29 @@ async function measure(options: ClusterBenchOptions, mode: 'cluster' | 'embedded
     const urls = set.urls();
     await drive(urls, Math.min(options.sessions, 8 * replicas), 2, 'warm', waitReply);
     const before = pool ? await transactions(pool) : 0;
+    counter?.reset();
     const run = await drive(urls, options.sessions, options.messagesPerSession, 'run', waitReply);
     // Statistics reach pg_stat_database when each backend flushes them (about once a second while idle).
     if (pool) await new Promise((r) => setTimeout(r, 1500));
     const after = pool ? await transactions(pool) : 0;
+    const tally = counter?.tally();
     const turns = run.latencies.length;
+    const perTurn = (n: number) => round(n / turns, 2);
     return {
       mode, replicas, llmMs, sessions: options.sessions, turns, turnsPerSecond: round(turns / run.seconds, 1),
       p50Ms: round(percentile(run.latencies, 50), 0), p99Ms: round(percentile(run.latencies, 99), 0),
       ...(pool ? { pgTransactionsPerTurn: round((after - before) / turns, 1) } : {}),
+      ...(tally ? {
+        statementsPerTurn: round(tally.total / turns, 1),
+        topStatements: [...tally.bySql].sort((a, b) => b[1] - a[1]).slice(0, 24).map(([sql, n]) => ({ sql, perTurn: perTurn(n) })),
+      } : {}),
     };
   } finally {
     await set.stopAll();
     await botApi.close();
     await llm.close();
     await pool?.end();
+    await counter?.close();
     if (mode === 'cluster') await admin(options.adminUri, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await rm(dir, { recursive: true, force: true });
   }
@@ -143,7 +157,8 @@ export async function runClusterBench(options: ClusterBenchOptions): Promise<Clu
       const base = rows.find((r) => r.mode === mode && r.llmMs === llmMs && r.replicas === 1);
       if (base && replicas > 1) row.speedup = round(row.turnsPerSecond / base.turnsPerSecond, 2);
       rows.push(row);
-      options.log?.(`${mode} × ${replicas}, LLM ${llmMs} ms: ${row.turnsPerSecond} turns/s, p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms${row.pgTransactionsPerTurn !== undefined ? `, ${row.pgTransactionsPerTurn} PG transactions/turn` : ''} (load ${os.loadavg()[0]!.toFixed(1)})`);
+      options.log?.(`${mode} × ${replicas}, LLM ${llmMs} ms: ${row.turnsPerSecond} turns/s, p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms${row.pgTransactionsPerTurn !== undefined ? `, ${row.pgTransactionsPerTurn} PG transactions/turn, ${row.statementsPerTurn} statements/turn` : ''} (load ${os.loadavg()[0]!.toFixed(1)})`);
+      for (const s of row.topStatements ?? []) options.log?.(`    ${s.perTurn.toFixed(2).padStart(6)}  ${s.sql}`);
     }
   }
   return rows;

@@ -1,7 +1,8 @@
 // The cluster bench (the cluster design's "Benchmark"): `node --import tsx bench/cluster/run-cluster.ts`,
 // or `npm run bench -- cluster` (BENCH_ONLY=cluster). Needs PostgreSQL:
 //   SWITCHBOARD_BENCH_POSTGRES (else SWITCHBOARD_TEST_POSTGRES) = postgres://root@127.0.0.1:5432/test
-//   BENCH_CLUSTER_SESSIONS (400), BENCH_CLUSTER_MESSAGES (2 per session), BENCH_CLUSTER_LLM_MS (1000,0)
+//   BENCH_CLUSTER_SESSIONS (400), BENCH_CLUSTER_MESSAGES (2 per session), BENCH_CLUSTER_LLM_MS (1000,0),
+//   BENCH_CLUSTER_REPLICAS (1,2,3), BENCH_CLUSTER_EMBEDDED (1; 0 leaves the embedded default out)
 // Prints a table and writes bench/results/cluster.json.
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -30,15 +31,16 @@ export async function runClusterMain(options: { quick?: boolean; print?: (line: 
     sessions: Number(process.env.BENCH_CLUSTER_SESSIONS ?? (options.quick ? 100 : 400)),
     messagesPerSession: Number(process.env.BENCH_CLUSTER_MESSAGES ?? (options.quick ? 1 : 2)),
     llmLatencies: (process.env.BENCH_CLUSTER_LLM_MS ?? '1000,0').split(',').map(Number),
-    replicaCounts: [1, 2, 3], maxConcurrent: 8, embedded: true, log: print,
+    replicaCounts: (process.env.BENCH_CLUSTER_REPLICAS ?? '1,2,3').split(',').map(Number), maxConcurrent: 8,
+    embedded: process.env.BENCH_CLUSTER_EMBEDDED !== '0', log: print,
   });
   const loadAverage = os.loadavg().map((l) => Math.round(l * 10) / 10);
   print('\n5. Cluster mode: turns/s and accept→reply latency (maxConcurrent 8, Telegram webhooks spread over the replicas; speedup vs 1 replica of the same mode)');
   console.table(rows.map((r) => ({
     mode: r.mode, replicas: r.replicas, 'LLM ms': r.llmMs, sessions: r.sessions, turns: r.turns, 'turns/s': r.turnsPerSecond, speedup: r.speedup ?? '',
-    'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, 'PG xact/turn': r.pgTransactionsPerTurn ?? '',
+    'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, 'PG xact/turn': r.pgTransactionsPerTurn ?? '', 'PG statements/turn': r.statementsPerTurn ?? '',
   })));
-  print(`${note} Load average at the end: ${loadAverage.join(' ')}. PG xact/turn: pg_stat_database.xact_commit+xact_rollback delta of the bench database / turns (autocommit statements count one each; heartbeats and polls during the run included).`);
+  print(`${note} Load average at the end: ${loadAverage.join(' ')}. PG xact/turn: pg_stat_database.xact_commit+xact_rollback delta of the bench database / turns (autocommit statements count one each; heartbeats and polls during the run included). PG statements/turn: every Query and Execute message the replicas sent, counted by a proxy in front of PostgreSQL (pg_stat_statements needs shared_preload_libraries), / turns.`);
   return { rows, note, loadAverage };
 }
 
