@@ -10,8 +10,8 @@ export const bin = path.resolve(import.meta.dirname, '../../bin/switchboard.mjs'
 export const cleanEnv = (dir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, HOME: dir, ...extra });
 
 /** `switchboard start` as a real process on a free port; `url` resolves once it logs that it runs. */
-export function startProcess(dir: string, env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, [bin, 'start'], { cwd: dir, env: cleanEnv(dir, { SWITCHBOARD_PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+export function startProcess(dir: string, env: NodeJS.ProcessEnv = {}, binPath: string = bin) {
+  const child = spawn(process.execPath, [binPath, 'start'], { cwd: dir, env: cleanEnv(dir, { SWITCHBOARD_PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   const url = new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout }).on('line', (line) => {
