@@ -62,6 +62,7 @@ import { AgentTranscriptStores } from './sessions/agent-transcripts.ts';
 import { isClusterStore } from './cluster/pg-database.ts';
 import { openClusterMode, type ClusterMode } from './cluster/cluster-mode.ts';
 import { PgTranscriptStore } from './cluster/pg-transcript-store.ts';
+import { ClusterResumes } from './cluster/cluster-resume.ts';
 import { PgGroupContext } from './cluster/pg-group-context.ts';
 import { PgLedgerSink } from './cluster/pg-ledger-sink.ts';
 import { PgChannelWatermarks } from './cluster/channel-watermarks.ts';
@@ -371,19 +372,21 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   replay(replayNow);
   // Due and missed jobs are submitted once the gateway takes messages; their replies wait for their channel like replays.
   await work.start();
+  // Interrupted goal runs are resumed (a cluster queues each once, for whichever replica claims the session); stale ones settled.
+  const resumeOptions = {
+    resume: config.backgroundExecution.enabled && config.backgroundExecution.autoResumeOnStartup,
+    settle: (key: string) => gateway.runOnLane(key, () => runtime.settleStaleRun(key)).then(() => undefined),
+  };
+  const resumes = cluster && options.listen !== false
+    ? new ClusterResumes({ pool: cluster.pool, store, queue: cluster.queue, gateway, logger, watchMs: Math.min(5000, 5 * config.cluster.pollMs), ...resumeOptions })
+    : undefined;
   // Cluster mode: claim queued work once this replica's channels had their first try at connecting, so replies can go out.
   // An in-process `switchboard chat` joins no work: it has no platform channel to answer through.
-  if (cluster && options.listen !== false) {
+  if (cluster && resumes) {
     void withDeadline(supervisor.firstAttempts(), 15_000)
-      .then(() => { if (!gateway.isClosing) cluster.queue.start((job) => gateway.runJob(job)); });
+      .then(() => { if (!gateway.isClosing) { cluster.queue.start(resumes.guard((job) => gateway.runJob(job))); resumes.start(); } });
   }
-  // A cluster keeps a goal run's next batch in its queue; a replica starting must not resume runs that others are running.
-  if (!cluster) {
-    void resumeInterruptedRuns(gateway, allSessions(store, sessions), logger, {
-      resume: config.backgroundExecution.enabled && config.backgroundExecution.autoResumeOnStartup,
-      settle: (key) => gateway.runOnLane(key, () => runtime.settleStaleRun(key)).then(() => undefined),
-    });
-  }
+  if (!cluster) void resumeInterruptedRuns(gateway, allSessions(store, sessions), logger, resumeOptions);
 
   const stopHousekeeping = startHousekeeping({ config, clock, logger, transcripts, media: mediaStore, ...(ledgerStore ? { ledger: ledgerStore } : {}) });
   // The tokenizer tables take ~0.4 s each to load: load them just after start-up rather than in the first turn.
@@ -397,6 +400,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     stopping ??= (async () => {
       logger.info('shutting down: no new messages; finishing running turns');
       work.stop();
+      resumes?.close();
       cluster?.queue.close();
       await gateway.close(config.gateway.shutdownGraceMs);
       await supervisor.stop();
