@@ -19,8 +19,11 @@ export interface MetricsSources {
   jobRuns?(): Record<string, number>;
   /** Failovers since start by (from provider, to provider, code), and the keys cooling down now (SPEC §18). */
   failovers?(): { counts: { from: string; to: string; code: string; count: number }[]; coolingDown: number };
-  /** Cluster mode: lane takeovers, lease losses, reruns and duplicate-reply windows hit by this replica. */
-  cluster?(): { takeovers: number; leaseLosses: number; reruns: number; duplicateWindows: number };
+  /**
+   * Cluster mode: lane takeovers, lease losses, reruns and duplicate-reply windows hit by this replica;
+   * `channelLeaseLosses`: channel leases (Telegram poller, Discord shards) it lost with their connection.
+   */
+  cluster?(): { takeovers: number; leaseLosses: number; reruns: number; duplicateWindows: number; channelLeaseLosses?: number };
 }
 
 const TOKEN_TYPES = [
@@ -125,6 +128,7 @@ export class GatewayMetrics {
       counter('switchboard_cluster_lane_takeovers_total', 'Sessions this replica took over from another replica with a message left unfinished.', (c) => c.takeovers);
       counter('switchboard_cluster_lease_losses_total', 'Session locks this replica lost with their database connection (a freeze or a network cut).', (c) => c.leaseLosses);
       counter('switchboard_cluster_reruns_total', 'Messages this replica ran again after an attempt that did not finish (its LLM calls may be paid twice).', (c) => c.reruns);
+      counter('switchboard_cluster_channel_lease_losses_total', 'Channel leases (a Telegram poller, a Discord shard) this replica held and lost with their database connection; another replica takes them over.', (c) => c.channelLeaseLosses ?? 0);
       counter('switchboard_cluster_duplicate_reply_windows_total', 'Replies whose earlier sending was not recorded: the platform may have received them twice.', (c) => c.duplicateWindows);
     }
   }

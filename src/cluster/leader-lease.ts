@@ -1,21 +1,10 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { ChannelLease, ChannelLeases, LeaseHandlers } from '../core/channel-leases.ts';
 import type { Logger } from '../core/logger.ts';
+import { LeaseConnection, realLeaseTimers, type LeaseTimers } from './lease-connection.ts';
 
-/** Timer functions, injected so tests decide when a heartbeat or a retry fires. */
-export interface LeaseTimers {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-const realTimers: LeaseTimers = {
-  setTimeout: (fn, ms) => {
-    const timer = setTimeout(fn, ms);
-    timer.unref();
-    return timer;
-  },
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
+export type { LeaseTimers } from './lease-connection.ts';
+export { LeaseConnection } from './lease-connection.ts';
 
 /** Options of {@link LeaderLease}. */
 export interface LeaderLeaseOptions {
@@ -29,58 +18,73 @@ export interface LeaderLeaseOptions {
   logger: Logger;
   handlers?: LeaseHandlers;
   timers?: LeaseTimers;
+  /** A connection shared with other leases of this replica (default: one of its own, ended by `stop`). */
+  connection?: LeaseConnection;
+  /** Called each time the lease was held and went with its connection (not on resign or stop). */
+  onLoss?: () => void;
 }
 
 const LOCK = 'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok';
 const UNLOCK = 'SELECT pg_advisory_unlock(hashtextextended($1, 0))';
 
 /**
- * Leader election for one name (SPEC §13; design §6.4): `pg_try_advisory_lock` on a dedicated `pg.Client`
- * (never a pool checkout) with `SET idle_session_timeout = leaseMs` and a `SELECT 1` every `leaseMs / 3`.
- * A frozen or dead holder stops heart-beating, PostgreSQL ends its connection and the lock goes with it;
- * the others try every `pollMs` and one of them wins. The holder learns of a lost connection from its
- * next heartbeat (or the socket) and is told `lost` at once.
+ * Leader election for one name (SPEC §13; design §6.4): `pg_try_advisory_lock` on a dedicated connection
+ * ({@link LeaseConnection}: `idle_session_timeout = leaseMs`, a `SELECT 1` every `leaseMs / 3`), its own or
+ * one shared by all of a replica's leases. A frozen or dead holder stops heart-beating, PostgreSQL ends its
+ * connection and the lock goes with it; the others try every `pollMs` and one of them wins. The holder learns
+ * of a lost connection from its next query (or the socket) and is told `lost` at once.
  */
 export class LeaderLease implements ChannelLease {
   readonly name: string;
   private readonly options: LeaderLeaseOptions;
   private readonly timers: LeaseTimers;
   private readonly lockKey: string;
-  private client?: pg.Client;
+  private readonly connection: LeaseConnection;
+  private readonly ownsConnection: boolean;
+  /** The client the lock was won on, while held. */
+  private heldOn?: pg.Client;
+  private unwatch?: () => void;
   private leader = false;
   private stopped = false;
   private retryTimer?: unknown;
-  private beatTimer?: unknown;
   private trying?: Promise<void>;
 
   constructor(options: LeaderLeaseOptions) {
     this.options = options;
     this.name = options.name;
     this.lockKey = `lease:${options.name}`;
-    this.timers = options.timers ?? realTimers;
+    this.connection = options.connection ?? new LeaseConnection({ uri: options.uri, leaseMs: options.leaseMs, logger: options.logger, ...(options.timers ? { timers: options.timers } : {}) });
+    this.ownsConnection = !options.connection;
+    this.timers = options.timers ?? realLeaseTimers;
   }
 
   get held(): boolean {
     return this.leader;
   }
 
-  /** The backend pid of the lease connection (tests end it to play a dead holder). */
+  /** The backend pid of the lease's connection (tests end it to play a dead holder). */
   get backendPid(): number | undefined {
-    return (this.client as unknown as { processID?: number } | undefined)?.processID;
+    return this.connection.backendPid;
+  }
+
+  /** The connection's open client (tests read its settings). */
+  get client(): pg.Client | undefined {
+    return this.connection.current;
   }
 
   /** Makes the first try; resolves after it (won or not). Later tries run every `pollMs`. */
   async start(): Promise<void> {
     this.stopped = false;
+    this.unwatch ??= this.connection.watch((client, err) => this.connectionLost(client, err));
     this.attempt();
     await this.trying;
   }
 
   async resign(): Promise<void> {
     if (!this.leader) return;
-    this.leader = false;
-    const client = this.client;
-    await client?.query(UNLOCK, [this.lockKey]).catch((err: unknown) => this.connectionLost(client, err));
+    const client = this.heldOn;
+    this.release();
+    if (client) await client.query(UNLOCK, [this.lockKey]).catch((err: unknown) => this.connection.lost(client, err));
     this.options.logger.info({ lease: this.name }, 'lease given up');
     this.options.handlers?.lost();
     this.scheduleRetry();
@@ -91,14 +95,19 @@ export class LeaderLease implements ChannelLease {
     if (this.retryTimer !== undefined) this.timers.clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     await this.trying;
-    const client = this.client;
-    this.client = undefined;
-    if (this.beatTimer !== undefined) this.timers.clearTimeout(this.beatTimer);
-    this.beatTimer = undefined;
-    if (!client) return;
-    if (this.leader) await client.query(UNLOCK, [this.lockKey]).catch(() => undefined);
+    this.unwatch?.();
+    this.unwatch = undefined;
+    const client = this.leader ? this.heldOn : undefined;
+    this.release();
+    if (client && client === this.connection.current) await client.query(UNLOCK, [this.lockKey]).catch(() => undefined);
+    if (this.ownsConnection) await this.connection.close();
+  }
+
+  /** No longer the leader: the name is free for another campaign of this replica's connection. */
+  private release(): void {
     this.leader = false;
-    await client.end().catch(() => undefined);
+    this.heldOn = undefined;
+    if (this.connection.holders.get(this.lockKey) === this) this.connection.holders.delete(this.lockKey);
   }
 
   private attempt(): void {
@@ -118,56 +127,35 @@ export class LeaderLease implements ChannelLease {
   private async tryOnce(): Promise<void> {
     let client: pg.Client | undefined;
     try {
-      client = this.client ?? await this.connect();
+      client = await this.connection.acquire();
+      // Advisory locks are re-entrant within a session: a second campaign for a name this connection holds
+      // would "win" it too. The name is reserved before asking, and given back when not won.
+      const holder = this.connection.holders.get(this.lockKey);
+      if (holder !== undefined && holder !== this) return;
+      this.connection.holders.set(this.lockKey, this);
       const ok = (await client.query<{ ok: boolean }>(LOCK, [this.lockKey])).rows[0]?.ok === true;
-      if (!ok) return;
-      if (this.stopped || client !== this.client) {
-        await client.query(UNLOCK, [this.lockKey]).catch(() => undefined);
+      const current = client === this.connection.current;
+      if (!ok || this.stopped || !current) {
+        if (current && this.connection.holders.get(this.lockKey) === this) this.connection.holders.delete(this.lockKey);
+        if (ok && current) await client.query(UNLOCK, [this.lockKey]).catch(() => undefined);
         return;
       }
       this.leader = true;
+      this.heldOn = client;
       this.options.logger.info({ lease: this.name }, 'lease won');
       this.options.handlers?.won();
     } catch (err) {
       this.options.logger.debug({ err, lease: this.name }, 'lease: try failed; trying again');
-      if (client) this.connectionLost(client, err);
+      if (client) this.connection.lost(client, err);
     }
-  }
-
-  private async connect(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: this.options.uri, keepAlive: true });
-    client.on('error', (err) => this.connectionLost(client, err));
-    client.on('end', () => this.connectionLost(client));
-    try {
-      await client.connect();
-      // A frozen process stops heart-beating; PostgreSQL then ends the connection, and the lock goes with it.
-      await client.query(`SET idle_session_timeout = ${Math.max(1000, Math.round(this.options.leaseMs))}`);
-    } catch (error) {
-      await client.end().catch(() => undefined);
-      throw error;
-    }
-    this.client = client;
-    this.beat(client);
-    return client;
-  }
-
-  private beat(client: pg.Client): void {
-    this.beatTimer = this.timers.setTimeout(() => {
-      this.beatTimer = undefined;
-      if (client !== this.client) return;
-      client.query('SELECT 1').then(() => { if (client === this.client) this.beat(client); }, (err: unknown) => this.connectionLost(client, err));
-    }, Math.max(250, Math.floor(this.options.leaseMs / 3)));
   }
 
   private connectionLost(client: pg.Client, err?: unknown): void {
-    if (client !== this.client) return;
-    this.client = undefined;
-    if (this.beatTimer !== undefined) this.timers.clearTimeout(this.beatTimer);
-    this.beatTimer = undefined;
-    void client.end().catch(() => undefined);
-    if (this.leader) {
+    if (this.leader && this.heldOn === client) {
       this.leader = false;
+      this.heldOn = undefined;
       this.options.logger.warn({ err, lease: this.name }, 'lease lost with its connection');
+      this.options.onLoss?.();
       this.options.handlers?.lost();
     }
     this.scheduleRetry();
@@ -175,28 +163,50 @@ export class LeaderLease implements ChannelLease {
 }
 
 /** Options of {@link PgChannelLeases}. */
-export type PgChannelLeasesOptions = Omit<LeaderLeaseOptions, 'name' | 'handlers'>;
+export type PgChannelLeasesOptions = Omit<LeaderLeaseOptions, 'name' | 'handlers' | 'connection' | 'onLoss'>;
 
-/** {@link ChannelLeases} on PostgreSQL: one {@link LeaderLease} (one dedicated connection) per campaign. */
+/**
+ * {@link ChannelLeases} on PostgreSQL: one {@link LeaderLease} per campaign, all on one {@link LeaseConnection}
+ * (one connection and one heartbeat per replica, however many Telegram accounts and Discord shards it
+ * campaigns for). A lost connection loses every lease on it at once: each is told `lost`, counted in
+ * {@link losses}, and campaigns again on a new connection after `pollMs`.
+ */
 export class PgChannelLeases implements ChannelLeases {
   private readonly leases = new Set<LeaderLease>();
+  private readonly connection: LeaseConnection;
+  private lossCount = 0;
 
-  constructor(private readonly options: PgChannelLeasesOptions) {}
+  constructor(private readonly options: PgChannelLeasesOptions) {
+    this.connection = new LeaseConnection({ uri: options.uri, leaseMs: options.leaseMs, logger: options.logger, ...(options.timers ? { timers: options.timers } : {}) });
+  }
+
+  /** Leases this replica held and lost with their connection since start (`/metrics`). */
+  get losses(): number {
+    return this.lossCount;
+  }
+
+  /** The backend pid of the shared connection, when open (tests end it to play a cut network). */
+  get backendPid(): number | undefined {
+    return this.connection.backendPid;
+  }
 
   async campaign(name: string, handlers: LeaseHandlers): Promise<ChannelLease> {
-    const lease = new LeaderLease({ ...this.options, name, handlers });
+    const lease = new LeaderLease({ ...this.options, name, handlers, connection: this.connection, onLoss: () => { this.lossCount++; } });
     this.leases.add(lease);
     const stop = lease.stop.bind(lease);
     lease.stop = async () => {
       this.leases.delete(lease);
       await stop();
+      // The last campaign gone: nothing needs the connection (a new campaign opens it again).
+      if (this.leases.size === 0) await this.connection.close();
     };
     await lease.start();
     return lease;
   }
 
-  /** Stops every campaign still running (their leases are given up). */
+  /** Stops every campaign still running (their leases are given up) and ends the connection. */
   async close(): Promise<void> {
     await Promise.all([...this.leases].map((l) => l.stop()));
+    await this.connection.close();
   }
 }
