@@ -4,11 +4,13 @@ import type { Logger } from '../core/logger.ts';
 import type { InboundMessage } from '../core/message.ts';
 import { deliveryKey } from '../gateway/inbox.ts';
 import type { QueuedJob, SharedQueue, SeenOutcome } from '../gateway/shared-queue.ts';
+import { ClaimOrder } from './claim-order.ts';
 import { ClusterListener } from './cluster-listener.ts';
 import { jsonbText, storableString } from './jsonb.ts';
 import { LeaseLostError } from '../core/errors.ts';
 import { currentFence, fencedClient, runFenced, type Fence } from './fence.ts';
 import type { SessionLocks } from './session-locks.ts';
+import { ACCEPT, DONE, TAKE_NEXT, WAITING_UNLOCKED } from './work-queue-sql.ts';
 
 /** Counters of the work queue (exported in /metrics). */
 export interface WorkQueueStats {
@@ -45,44 +47,33 @@ export interface PgWorkQueueOptions {
   pruneEveryMs?: number;
 }
 
-interface InboxRow { seq: string; message: InboundMessage; correlation_id: string; attempts: number; sent: number; sending: number }
+interface InboxRow { seq: string; message: InboundMessage; correlation_id: string; attempts: number; sent: number; sending: number; owner: string | null }
 
-const ACCEPT = `
-WITH d AS (
-  INSERT INTO sb_delivery (delivery_key, outcome) VALUES ($1, 'accepted') ON CONFLICT DO NOTHING RETURNING 1
-), l AS (
-  INSERT INTO sb_lane AS l (session_key, next_seq) SELECT $2, 1 FROM d
-  ON CONFLICT (session_key) DO UPDATE SET next_seq = l.next_seq + 1,
-    ready_at = CASE WHEN l.next_seq = l.done_seq THEN now() ELSE l.ready_at END
-  RETURNING next_seq
-), i AS (
-  INSERT INTO sb_inbox (session_key, seq, delivery_key, message, correlation_id) SELECT $2, next_seq, $1, $3, $4 FROM l RETURNING seq
-)
-SELECT seq, pg_notify('sb_ready', $2) FROM i`;
+/** What the done mark of a session's last job saw: used by the drain to go on without another statement. */
+interface AfterDone { seq: number; nextSeq: number; nextMs: number | undefined; checkedAt: number }
 
-/**
- * Sessions with queued work whose lock nobody holds, oldest first. Sessions that live replicas are running are
- * left out here (an advisory lock on a bigint key shows in pg_locks as its two 32-bit halves), so a busy
- * cluster's oldest sessions cannot hide a dead replica's from the scan.
- */
-const WAITING_UNLOCKED = `
-WITH held AS (
-  SELECT (classid::bigint << 32) | objid::bigint AS h FROM pg_locks
-  WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-)
-SELECT session_key FROM sb_lane WHERE next_seq > done_seq
-  AND hashtextextended(session_key, 0) NOT IN (SELECT h FROM held)
-ORDER BY ready_at LIMIT 64`;
+/** A session this replica is running: notifications that came meanwhile (earliest database time, latest local time). */
+interface Working { againSince?: number; againAt?: number; yieldSince?: number; checkedAt: number }
 
 /**
  * The cluster's work queue on PostgreSQL (SPEC §13): intake commits the message with a per-session sequence
  * before the platform is acknowledged; any replica claims a session with queued work by taking its lock and
  * runs its messages in sequence order; a finished message moves the session's `done_seq` through the lock's
  * connection, so a replica that lost the lock cannot mark anything done.
+ *
+ * Fairness: a replica whose slots are full keeps the sessions it could not claim with the acceptance time of
+ * their oldest waiting message ({@link ClaimOrder}); a freed slot goes to the one that waited longest, and a
+ * session with more queued work gives its slot up when an older one waits. Statements per turn: the next message
+ * is fetched and marked in one statement, the done mark carries the count of replies sent, the notification and
+ * the look at the next message; a reply's `sent` mark rides on the next statement of the job.
  */
 export class PgWorkQueue implements SharedQueue {
   readonly stats: WorkQueueStats = { takeovers: 0, reruns: 0, duplicateWindows: 0, leaseLosses: 0 };
-  private readonly working = new Map<string, { again: boolean }>();
+  private readonly working = new Map<string, Working>();
+  private readonly order = new ClaimOrder();
+  private readonly afterDone = new Map<string, AfterDone>();
+  /** Replies the platform took, by job, not yet written (the job's next statement carries them). */
+  private readonly sentCounts = new Map<string, number>();
   private readonly waiters = new Map<string, { resolve: (r: TurnResult | undefined) => void; promise: Promise<TurnResult | undefined> }>();
   private run: ((job: QueuedJob) => Promise<TurnResult | undefined>) | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
@@ -90,24 +81,34 @@ export class PgWorkQueue implements SharedQueue {
   private waiterTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private scanning = false;
+  /** Until the first scan answered, sessions join the claim order but none is claimed (the oldest are not known yet). */
+  private scanned = false;
+  /** The database's clock minus this process's (ms), from the last statement that returned `now()`. */
+  private clockOffset = 0;
+  /** When the last `sb_done` notification came: while they flow, the waiters' poll runs 5 times less often. */
+  private lastDoneNotice = 0;
 
   constructor(private readonly options: PgWorkQueueOptions) {
     // Waiting on results works from the start (a tool may wait before this replica claims any work).
     options.listener?.on('sb_done', (payload) => {
       const { key, seq } = JSON.parse(payload) as { key: string; seq: number };
-      if (this.waiters.has(`${key}\u0000${seq}`)) void this.fetchResult(key, seq);
+      this.lastDoneNotice = Date.now();
+      // A job this replica runs settles its waiter itself when its done mark returns (the notice can come first).
+      if (this.waiters.has(`${key}\u0000${seq}`) && !this.working.has(key)) void this.fetchResults([[key, seq]]);
     });
   }
 
   async accept(message: InboundMessage, key: string, correlationId: string): Promise<{ accepted: true; seq: number } | { accepted: false }> {
     // The platform's raw update is not stored (as in the local inbox): a deeply nested one made JSON.stringify throw.
     const { raw: _raw, ...stored } = message;
-    const { rows } = await this.options.pool.query<{ seq: string }>(ACCEPT, [storableString(deliveryKey(message)), key, jsonbText(stored), correlationId]);
-    const seq = rows[0]?.seq;
-    if (seq === undefined) return { accepted: false };
+    const { rows } = await this.options.pool.query<{ seq: string; now_ms: number }>(ACCEPT, [storableString(deliveryKey(message)), key, jsonbText(stored), correlationId]);
+    const row = rows[0];
+    if (row === undefined) return { accepted: false };
+    this.clockOffset = row.now_ms - Date.now();
     // Most messages run where they arrived: try at once rather than on the notification's round trip.
-    setImmediate(() => void this.claim(key));
-    return { accepted: true, seq: Number(seq) };
+    const since = row.now_ms;
+    setImmediate(() => this.claim(key, since));
+    return { accepted: true, seq: Number(row.seq) };
   }
 
   async markSeen(message: InboundMessage, outcome: SeenOutcome): Promise<boolean> {
@@ -148,23 +149,34 @@ export class PgWorkQueue implements SharedQueue {
     return true;
   }
 
+  /** Reply `index` is about to be sent: recorded (with the replies sent before it) before the platform sees it. */
   async sending(job: QueuedJob, index: number): Promise<void> {
-    await this.fenced(job.key).query('UPDATE sb_inbox SET sending = $3 WHERE session_key = $1 AND seq = $2', [job.key, job.seq, index + 1]);
+    const sent = Math.max(job.sent, this.sentCounts.get(jobId(job)) ?? 0);
+    await this.fenced(job.key).query('UPDATE sb_inbox SET sending = $3, sent = greatest(sent, $4) WHERE session_key = $1 AND seq = $2', [job.key, job.seq, index + 1, sent]);
   }
 
+  /**
+   * The platform took the first `count` replies. No statement of its own: the job's next one (the next reply's
+   * `sending`, or `done`) writes it. A crash before that leaves `sending > sent`, which the next owner counts as a
+   * duplicate window and sends that reply again, as when the crash came between the platform and the record.
+   */
   async sent(job: QueuedJob, count: number): Promise<void> {
-    await this.fenced(job.key).query('UPDATE sb_inbox SET sent = $3 WHERE session_key = $1 AND seq = $2', [job.key, job.seq, count]);
+    const id = jobId(job);
+    this.sentCounts.set(id, Math.max(count, this.sentCounts.get(id) ?? 0));
   }
 
   /** Marks the job done and keeps its result for waiters on any replica; fails once the lock is lost. */
   async done(job: QueuedJob, result: TurnResult | undefined): Promise<void> {
     const client = this.fenced(job.key);
-    const { rowCount } = await client.query(`
-      WITH l AS (UPDATE sb_lane SET done_seq = $2 WHERE session_key = $1 AND done_seq = $2 - 1 RETURNING 1)
-      UPDATE sb_inbox SET done_at = now(), result = $3 FROM l WHERE session_key = $1 AND seq = $2`,
-    [job.key, job.seq, result ? jsonbText(result) : null]);
-    if (rowCount !== 1) this.options.logger.error({ sessionKey: job.key, seq: job.seq }, 'a finished message was not the next of its session; left as it is');
-    void this.options.pool.query('SELECT pg_notify($1, $2)', ['sb_done', JSON.stringify({ key: job.key, seq: job.seq })]).catch(() => undefined);
+    const id = jobId(job);
+    const sent = Math.max(job.sent, this.sentCounts.get(id) ?? 0);
+    this.sentCounts.delete(id);
+    const checkedAt = Date.now();
+    const { rows } = await client.query<{ done: number; next_ms: number | null; next_seq: string | null }>(DONE,
+      [job.key, job.seq, result ? jsonbText(result) : null, sent, JSON.stringify({ key: job.key, seq: job.seq })]);
+    const row = rows[0];
+    if (row?.done !== 1) this.options.logger.error({ sessionKey: job.key, seq: job.seq }, 'a finished message was not the next of its session; left as it is');
+    else this.afterDone.set(job.key, { seq: job.seq, nextSeq: Number(row.next_seq), nextMs: row.next_ms ?? undefined, checkedAt });
     this.settle(job.key, job.seq, result);
   }
 
@@ -172,7 +184,7 @@ export class PgWorkQueue implements SharedQueue {
   start(run: (job: QueuedJob) => Promise<TurnResult | undefined>): void {
     this.run = run;
     const { listener } = this.options;
-    listener.on('sb_ready', (key) => void this.claim(key));
+    listener.on('sb_ready', (key) => this.claim(key, this.dbNow()));
     const poll = () => {
       void this.scan();
       if (!this.closed) this.pollTimer = setTimeout(poll, this.options.pollMs).unref();
@@ -203,6 +215,10 @@ export class PgWorkQueue implements SharedQueue {
     this.waiters.clear();
   }
 
+  private dbNow(): number {
+    return Date.now() + this.clockOffset;
+  }
+
   private fenced(key: string): pg.Client {
     const client = fencedClient(key);
     if (!client) throw new LeaseLostError(key, new Error('not running under the session lock'));
@@ -217,57 +233,81 @@ export class PgWorkQueue implements SharedQueue {
     waiter.resolve(result);
   }
 
-  private async fetchResult(key: string, seq: number): Promise<void> {
-    const { rows } = await this.options.pool.query<{ result: TurnResult | null; done: boolean }>(
-      'SELECT result, done_at IS NOT NULL AS done FROM sb_inbox WHERE session_key = $1 AND seq = $2', [key, seq],
-    ).catch(() => ({ rows: [] as { result: TurnResult | null; done: boolean }[] }));
-    if (rows[0]?.done) this.settle(key, seq, rows[0].result ?? undefined);
+  /** Settles the waiters of those finished among `jobs`, in one statement. */
+  private async fetchResults(jobs: [string, number][]): Promise<void> {
+    const { rows } = await this.options.pool.query<{ session_key: string; seq: string; result: TurnResult | null }>(
+      `SELECT i.session_key, i.seq, i.result FROM sb_inbox i JOIN unnest($1::text[], $2::bigint[]) AS w (k, s) ON i.session_key = w.k AND i.seq = w.s
+       WHERE i.done_at IS NOT NULL`, [jobs.map((j) => j[0]), jobs.map((j) => j[1])],
+    ).catch(() => ({ rows: [] as { session_key: string; seq: string; result: TurnResult | null }[] }));
+    for (const r of rows) this.settle(r.session_key, Number(r.seq), r.result ?? undefined);
   }
 
-  /** While anyone waits, finished messages are also looked up every pollMs (notifications can be lost). */
+  /**
+   * While anyone waits, finished messages are also looked up (notifications are lost while the listener
+   * reconnects), all in one statement: every pollMs, every 5 × pollMs while `sb_done` notifications flow.
+   */
   private pollWaitersSoon(): void {
     if (this.waiterTimer || this.closed) return;
+    const flowing = Date.now() - this.lastDoneNotice < this.options.pollMs;
     this.waiterTimer = setTimeout(() => {
       this.waiterTimer = undefined;
-      void this.pollWaiters().finally(() => { if (this.waiters.size) this.pollWaitersSoon(); });
-    }, this.options.pollMs);
+      const jobs = [...this.waiters.keys()].slice(0, 1000).map((id) => {
+        const [key, seq] = id.split('\u0000') as [string, string];
+        return [key, Number(seq)] as [string, number];
+      });
+      void this.fetchResults(jobs).finally(() => { if (this.waiters.size) this.pollWaitersSoon(); });
+    }, flowing ? 5 * this.options.pollMs : this.options.pollMs);
     this.waiterTimer.unref();
   }
 
-  private async pollWaiters(): Promise<void> {
-    for (const id of [...this.waiters.keys()]) {
-      const [key, seq] = id.split('\u0000') as [string, string];
-      await this.fetchResult(key, Number(seq));
-    }
-  }
-
-  /** Looks for sessions with queued work nobody is running (the fallback for missed notifications). */
+  /**
+   * Looks for sessions with queued work nobody is running (the fallback for missed notifications, and how a dead
+   * replica's sessions are found): they join the claim order with the acceptance time of their oldest message.
+   */
   private async scan(): Promise<void> {
-    if (this.scanning || this.closed || !this.run || this.working.size >= this.options.maxClaims) return;
+    if (this.scanning || this.closed || !this.run) return;
     this.scanning = true;
     try {
-      const { rows } = await this.options.pool.query<{ session_key: string }>(
-        WAITING_UNLOCKED,
-      );
-      for (const { session_key: key } of rows) {
-        if (this.working.size >= this.options.maxClaims) break;
-        // Not awaited: a claim runs its session's whole queue; the slots fill side by side.
-        void this.claim(key);
+      const { rows } = await this.options.pool.query<{ session_key: string; ready_ms: number; now_ms: number }>(WAITING_UNLOCKED, [this.options.locks.lingeringPids()]);
+      for (const { session_key: key, ready_ms: readyMs, now_ms: nowMs } of rows) {
+        this.clockOffset = nowMs - Date.now();
+        if (!this.working.has(key)) this.order.add(key, readyMs);
       }
+      // Not awaited: a claim runs its session's whole queue; the slots fill side by side.
+      this.fill();
     } catch (error) {
       this.options.logger.warn({ err: error }, 'could not look for queued work; trying again');
     } finally {
       this.scanning = false;
+      if (!this.scanned) { this.scanned = true; this.fill(); }
+    }
+  }
+
+  /** `key` has queued work since `since` (database time): it runs when a slot is free and no older session waits. */
+  private claim(key: string, since: number): void {
+    if (this.closed || !this.run) return;
+    const busy = this.working.get(key);
+    if (busy) {
+      busy.againSince = Math.min(busy.againSince ?? Infinity, since);
+      busy.againAt = Date.now();
+      return;
+    }
+    this.order.add(key, since);
+    this.fill();
+  }
+
+  /** Gives free slots to the sessions that waited longest. */
+  private fill(): void {
+    while (!this.closed && this.run && this.scanned && this.working.size < this.options.maxClaims) {
+      const key = this.order.takeOldest();
+      if (key === undefined) return;
+      if (!this.working.has(key)) void this.claimNow(key);
     }
   }
 
   /** Takes a session's lock if free and runs its queued messages in order. */
-  private async claim(key: string): Promise<void> {
-    if (this.closed || !this.run) return;
-    const busy = this.working.get(key);
-    if (busy) { busy.again = true; return; }
-    if (this.working.size >= this.options.maxClaims) return;
-    const state = { again: false };
+  private async claimNow(key: string): Promise<void> {
+    const state: Working = { checkedAt: 0 };
     this.working.set(key, state);
     let lock;
     try {
@@ -275,53 +315,43 @@ export class PgWorkQueue implements SharedQueue {
     } catch (error) {
       this.working.delete(key);
       this.options.logger.warn({ err: error, sessionKey: key }, 'could not try the lock of a session');
+      this.fill();
       return;
     }
-    if (!lock) { this.working.delete(key); return; }
+    if (!lock) { this.working.delete(key); this.fill(); return; }
     if (lock.fresh) this.options.onClaim?.(key);
     let lost: boolean;
     let wasFull: boolean;
     try {
-      lost = await runFenced(lock.fence, () => this.drain(key, lock.fence));
+      lost = await runFenced(lock.fence, () => this.drain(key, lock.fence, state));
     } catch (error) {
       lost = !lock.fence.alive || error instanceof LeaseLostError;
       if (!lost) this.options.logger.error({ err: error, sessionKey: key }, 'running the queued messages of a session failed');
     } finally {
+      this.afterDone.delete(key);
       await lock.release();
       wasFull = this.working.size >= this.options.maxClaims;
       this.working.delete(key);
     }
     // A lost lock was counted when its connection ended (SessionLocks' onLost).
-    if (lost) return;
-    // A message accepted while the lock was being given back found the session busy: look again.
-    if (state.again || (await this.hasWork(key))) setImmediate(() => void this.claim(key));
-    // A slot of a full replica is free: a session turned away meanwhile takes it now rather than at the next
-    // poll (below capacity, sb_ready already claimed whatever was waiting; no query per turn for nothing).
-    else if (wasFull) setImmediate(() => void this.scan());
-  }
-
-  private async hasWork(key: string): Promise<boolean> {
-    const { rows } = await this.options.pool.query<{ w: boolean }>('SELECT next_seq > done_seq AS w FROM sb_lane WHERE session_key = $1', [key]).catch(() => ({ rows: [] as { w: boolean }[] }));
-    return rows[0]?.w === true;
+    if (!lost) {
+      // A session with more work that gave its slot to an older one waits in the order with its next message's time.
+      if (state.yieldSince !== undefined) this.order.add(key, state.yieldSince);
+      // A message accepted after the drain's last look at the queue found the session busy: look again.
+      if (state.againAt !== undefined && state.againAt >= state.checkedAt) this.order.add(key, state.againSince ?? this.dbNow());
+      // A slot of a full replica is free and nothing is known to wait: a session turned away meanwhile (a
+      // notification that never came) takes it now rather than at the next poll.
+      else if (wasFull && this.order.size === 0) setImmediate(() => void this.scan());
+    }
+    this.fill();
   }
 
   /** Runs the session's pending messages in sequence order; true when the lock was lost on the way. */
-  private async drain(key: string, fence: Fence): Promise<boolean> {
+  private async drain(key: string, fence: Fence, state: Working): Promise<boolean> {
     const client = fence.client;
-    let last = -1;
-    for (;;) {
-      if (this.closed) return false;
-      const { rows } = await client.query<InboxRow & { owner: string | null }>(`
-        SELECT i.seq, i.message, i.correlation_id, i.attempts, i.sent, i.sending, l.owner FROM sb_lane l
-        JOIN sb_inbox i ON i.session_key = l.session_key AND i.seq = l.done_seq + 1
-        WHERE l.session_key = $1`, [key]);
-      const row = rows[0];
-      if (!row) return false;
-      // The message just run is still not done (its done mark failed): leave it to the next poll.
-      if (Number(row.seq) === last) return false;
-      last = Number(row.seq);
-      await client.query(`WITH l AS (UPDATE sb_lane SET owner = $3 WHERE session_key = $1)
-        UPDATE sb_inbox SET attempts = attempts + 1 WHERE session_key = $1 AND seq = $2`, [key, row.seq, this.options.replicaId]);
+    state.checkedAt = Date.now();
+    let row = (await client.query<InboxRow>(TAKE_NEXT, [key, this.options.replicaId])).rows[0];
+    while (row) {
       if (row.attempts > 0) {
         this.stats.reruns++;
         if (row.owner !== this.options.replicaId) this.stats.takeovers++;
@@ -333,6 +363,26 @@ export class PgWorkQueue implements SharedQueue {
       };
       await this.run!(job);
       if (!fence.alive) return true;
+      if (this.closed) return false;
+      const after = this.afterDone.get(key);
+      this.afterDone.delete(key);
+      // Not marked done (its mark failed): left to the next claim or poll, as the lock is given back.
+      if (after?.seq !== job.seq) return false;
+      state.checkedAt = after.checkedAt;
+      if (after.nextSeq <= job.seq) return false;
+      // An older session waits for a slot: this one goes back in line with its next message's time.
+      const since = after.nextMs ?? this.dbNow();
+      if (this.working.size >= this.options.maxClaims && this.order.hasOlderThan(since)) {
+        state.yieldSince = since;
+        return false;
+      }
+      state.checkedAt = Date.now();
+      row = (await client.query<InboxRow>(TAKE_NEXT, [key, this.options.replicaId])).rows[0];
     }
+    return false;
   }
+}
+
+function jobId(job: QueuedJob): string {
+  return `${job.key}\u0000${job.seq}`;
 }

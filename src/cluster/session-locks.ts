@@ -5,13 +5,27 @@ import type { Fence } from './fence.ts';
 /** A dedicated connection that holds at most one session's advisory lock (never a pool checkout). */
 class LaneConnection implements Fence {
   key = '';
+  /** A lock kept after its last hold ended (given back with this connection's next statement, or swept). */
+  lingering = '';
+  lingeringSince = 0;
   alive = true;
   readonly client: pg.Client;
   private heartbeat: NodeJS.Timeout | undefined;
+  private lastUsed = Date.now();
   onLost: (() => void) | undefined;
 
   constructor(uri: string, private readonly logger: Logger) {
     this.client = new pg.Client({ connectionString: uri });
+    // Every statement on the connection (the queue's, the stores' through the fence) counts as a heartbeat.
+    const query = this.client.query.bind(this.client) as (...args: unknown[]) => unknown;
+    (this.client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      this.lastUsed = Date.now();
+      return query(...args);
+    };
+  }
+
+  get pid(): number | undefined {
+    return (this.client as unknown as { processID?: number }).processID;
   }
 
   async connect(leaseMs: number): Promise<void> {
@@ -20,9 +34,11 @@ class LaneConnection implements Fence {
     await this.client.connect();
     // A frozen process stops heart-beating; PostgreSQL then ends the connection, and the lock goes with it.
     await this.client.query(`SET idle_session_timeout = ${Math.max(1000, Math.round(leaseMs))}`);
+    // Only a connection idle for a beat sends one: a busy lane's statements keep it alive.
+    const beat = Math.max(250, Math.floor(leaseMs / 3));
     this.heartbeat = setInterval(() => {
-      this.client.query('SELECT 1').catch((err: unknown) => this.lost(err));
-    }, Math.max(250, Math.floor(leaseMs / 3)));
+      if (Date.now() - this.lastUsed >= beat - 50) this.client.query('SELECT 1').catch((err: unknown) => this.lost(err));
+    }, beat);
     this.heartbeat.unref();
   }
 
@@ -67,21 +83,46 @@ export interface SessionLocksOptions {
   maxConnections: number;
   /** Called when a held lock is lost with its connection (the session's running turn must stop). */
   onLost?: (key: string) => void;
+  /**
+   * How long a lock stays with its idle connection after its last hold ended (default 1000 ms). Taken again here
+   * meanwhile it costs no statement (and the session's cached state stays valid); otherwise it is given back by the
+   * connection's next statement (one statement for both) or when the time is up.
+   */
+  lingerMs?: number;
 }
 
 /**
  * Per-session ownership in cluster mode: a session runs on a replica only while one of its dedicated lane
  * connections holds `pg_advisory_lock(hashtextextended(key, 0))`. Holds of one key on this replica share the
- * lock (turns of a key are already ordered by the local lanes); the last release unlocks it.
+ * lock (turns of a key are already ordered by the local lanes). After the last release the lock lingers with its
+ * idle connection for `lingerMs`: the same session taken again costs nothing, and its unlock rides on the
+ * connection's next lock statement. Another replica cannot take a lingering session: this replica is notified of
+ * its new work like any other, and its own scan does not count its lingering locks as held.
  */
 export class SessionLocks {
   private readonly idle: LaneConnection[] = [];
   private readonly held = new Map<string, { conn: LaneConnection; holds: number }>();
+  private readonly lingering = new Map<string, LaneConnection>();
+  /** Keys whose lingering lock is being given back: taking one waits for that first. */
+  private readonly unlocking = new Map<string, Promise<unknown>>();
   private opened = 0;
   private readonly waiters: (() => void)[] = [];
   private closed = false;
+  private readonly sweeper: NodeJS.Timeout;
 
-  constructor(private readonly options: SessionLocksOptions) {}
+  constructor(private readonly options: SessionLocksOptions) {
+    this.sweeper = setInterval(() => this.sweep(), Math.max(50, Math.floor(this.lingerMs / 2)));
+    this.sweeper.unref();
+  }
+
+  private get lingerMs(): number {
+    return this.options.lingerMs ?? 1000;
+  }
+
+  /** The backend pids of this replica's idle connections that keep a lingering lock (the queue's scan counts those sessions free). */
+  lingeringPids(): number[] {
+    return [...this.lingering.values()].flatMap((c) => (c.pid === undefined ? [] : [c.pid]));
+  }
 
   /** How many session locks this replica holds. */
   get size(): number {
@@ -102,17 +143,31 @@ export class SessionLocks {
    * Resolves `undefined` when it stays taken.
    */
   async acquire(key: string, waitMs: number): Promise<HeldLock | undefined> {
+    await this.unlocking.get(key);
     const mine = this.held.get(key);
     if (mine?.conn.alive) {
       mine.holds++;
       return this.hold(key, mine.conn, false);
     }
+    const kept = this.lingering.get(key);
+    if (kept) {
+      this.unlinger(kept);
+      // Nobody else could take it meanwhile: not fresh, no statement.
+      if (kept.alive) return this.take(key, kept, false);
+    }
     const conn = await this.connection();
+    const release = conn.lingering;
+    conn.lingering = '';
     try {
       let ok: boolean;
-      if (waitMs <= 0) {
+      if (waitMs <= 0 && release) {
+        const both = conn.client.query<{ ok: boolean }>('SELECT pg_advisory_unlock(hashtextextended($2, 0)) AS un, pg_try_advisory_lock(hashtextextended($1, 0)) AS ok', [key, release]);
+        this.unlocking.set(release, both.catch(() => undefined));
+        try { ok = (await both).rows[0]?.ok === true; } finally { this.unlocking.delete(release); }
+      } else if (waitMs <= 0) {
         ok = (await conn.client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok', [key])).rows[0]?.ok === true;
       } else {
+        if (release) await this.unlockNow(conn, release);
         await conn.client.query(`SET statement_timeout = ${Math.round(waitMs)}`);
         ok = await conn.client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [key]).then(() => true, (err: { code?: string }) => {
           if (err.code === '57014') return false; // statement timeout: still taken
@@ -132,16 +187,49 @@ export class SessionLocks {
         this.giveBack(conn);
         return undefined;
       }
-      conn.key = key;
-      conn.onLost = () => {
-        if (this.held.get(key)?.conn === conn) this.held.delete(key);
-        this.options.onLost?.(key);
-      };
-      this.held.set(key, { conn, holds: 1 });
-      return this.hold(key, conn, true);
+      return this.take(key, conn, true);
     } catch (error) {
+      // A lingering lock whose unlock may not have run must not stay with a reused connection.
+      if (release) { conn.alive = false; void conn.close(); }
       this.giveBack(conn);
       throw error;
+    }
+  }
+
+  private take(key: string, conn: LaneConnection, fresh: boolean): HeldLock {
+    conn.key = key;
+    conn.onLost = () => {
+      if (this.held.get(key)?.conn === conn) this.held.delete(key);
+      this.options.onLost?.(key);
+    };
+    this.held.set(key, { conn, holds: 1 });
+    return this.hold(key, conn, fresh);
+  }
+
+  /** Takes a lingering connection out of the idle ones. */
+  private unlinger(conn: LaneConnection): void {
+    this.lingering.delete(conn.lingering);
+    conn.lingering = '';
+    const at = this.idle.indexOf(conn);
+    if (at >= 0) this.idle.splice(at, 1);
+    if (!conn.alive) this.opened--;
+  }
+
+  private async unlockNow(conn: LaneConnection, key: string): Promise<void> {
+    const done = conn.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]);
+    this.unlocking.set(key, done.catch(() => undefined));
+    try { await done; } finally { this.unlocking.delete(key); }
+  }
+
+  /** Gives back the locks that lingered past `lingerMs`. */
+  private sweep(): void {
+    const due = Date.now() - this.lingerMs;
+    for (const conn of [...this.lingering.values()]) {
+      if (conn.lingeringSince > due) continue;
+      const key = conn.lingering;
+      this.unlinger(conn);
+      if (!conn.alive) { this.waiters.shift()?.(); continue; }
+      void this.unlockNow(conn, key).then(() => this.giveBack(conn), () => { conn.alive = false; this.giveBack(conn); });
     }
   }
 
@@ -159,18 +247,42 @@ export class SessionLocks {
         this.held.delete(key);
         conn.onLost = undefined;
         conn.key = '';
-        if (conn.alive) await conn.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]).catch(() => undefined);
+        if (!conn.alive || this.closed || this.lingerMs <= 0) {
+          if (conn.alive) await conn.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]).catch(() => undefined);
+          this.giveBack(conn);
+          return;
+        }
+        conn.lingering = key;
+        conn.lingeringSince = Date.now();
+        this.lingering.set(key, conn);
         this.giveBack(conn);
       },
     };
   }
 
+  /**
+   * An idle connection without a lingering lock, else a new one, else the one whose lock lingered longest (its
+   * unlock goes with the caller's lock statement), else waits.
+   */
   private async connection(): Promise<LaneConnection> {
     for (;;) {
       if (this.closed) throw new Error('session locks are closed');
-      const conn = this.idle.pop();
-      if (conn?.alive) return conn;
-      if (conn) { this.opened--; continue; }
+      let at = -1;
+      for (let i = this.idle.length - 1; i >= 0; i--) if (!this.idle[i]!.lingering) { at = i; break; }
+      if (at >= 0) {
+        const [conn] = this.idle.splice(at, 1) as [LaneConnection];
+        if (conn.alive) return conn;
+        this.opened--;
+        continue;
+      }
+      const oldest = this.oldestLingering();
+      if (this.opened >= this.options.maxConnections && oldest) {
+        const key = oldest.lingering;
+        this.unlinger(oldest);
+        if (!oldest.alive) continue;
+        oldest.lingering = key;
+        return oldest;
+      }
       if (this.opened < this.options.maxConnections) {
         this.opened++;
         const fresh = new LaneConnection(this.options.uri, this.options.logger);
@@ -187,6 +299,12 @@ export class SessionLocks {
     }
   }
 
+  private oldestLingering(): LaneConnection | undefined {
+    let oldest: LaneConnection | undefined;
+    for (const conn of this.lingering.values()) if (!oldest || conn.lingeringSince < oldest.lingeringSince) oldest = conn;
+    return oldest;
+  }
+
   private giveBack(conn: LaneConnection): void {
     if (conn.alive && !this.closed) this.idle.push(conn);
     else { this.opened--; void conn.close(); }
@@ -196,6 +314,8 @@ export class SessionLocks {
   /** Ends every lane connection (their locks go with them). */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.sweeper);
+    this.lingering.clear();
     for (const w of this.waiters.splice(0)) w();
     const all = [...this.idle.splice(0), ...[...this.held.values()].map((h) => h.conn)];
     this.held.clear();

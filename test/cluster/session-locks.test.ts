@@ -10,7 +10,8 @@ const db = useTestDatabase();
 describePg('session locks on PostgreSQL', () => {
   const opened: SessionLocks[] = [];
   const locks = (leaseMs = 30_000, onLost?: (key: string) => void) => {
-    const l = new SessionLocks({ uri: db.uri, logger: silentLogger(), leaseMs, maxConnections: 4, onLost });
+    // lingerMs 0: the last release gives the lock back at once (lingering is session-locks-linger.test.ts's).
+    const l = new SessionLocks({ uri: db.uri, logger: silentLogger(), leaseMs, maxConnections: 4, onLost, lingerMs: 0 });
     opened.push(l);
     return l;
   };

@@ -1,0 +1,70 @@
+/**
+ * The statements of the cluster's work queue (`pg-work-queue.ts`). `sb_lane.ready_at` is the acceptance time of
+ * the session's oldest message not yet done: set by intake when the lane was idle, moved to the next message's
+ * by the done mark (a replica of an older version leaves it at the earlier time, which only makes its lane look
+ * older). Claims are ordered by it.
+ */
+
+/** Intake: dedupe, the session's next sequence, the row, the notification; returns the sequence and the database's time. */
+export const ACCEPT = `
+WITH d AS (
+  INSERT INTO sb_delivery (delivery_key, outcome) VALUES ($1, 'accepted') ON CONFLICT DO NOTHING RETURNING 1
+), l AS (
+  INSERT INTO sb_lane AS l (session_key, next_seq) SELECT $2, 1 FROM d
+  ON CONFLICT (session_key) DO UPDATE SET next_seq = l.next_seq + 1,
+    ready_at = CASE WHEN l.next_seq = l.done_seq THEN now() ELSE l.ready_at END
+  RETURNING next_seq
+), i AS (
+  INSERT INTO sb_inbox (session_key, seq, delivery_key, message, correlation_id) SELECT $2, next_seq, $1, $3, $4 FROM l RETURNING seq
+)
+SELECT seq, (extract(epoch FROM now()) * 1000)::float8 AS now_ms, pg_notify('sb_ready', $2) FROM i`;
+
+/**
+ * Sessions with queued work whose lock nobody holds, the one whose oldest message waited longest first. Sessions
+ * that live replicas are running are left out here (an advisory lock on a bigint key shows in pg_locks as its two
+ * 32-bit halves), so a busy cluster's oldest sessions cannot hide a dead replica's from the scan. $1: the backend
+ * pids of the scanning replica's lingering locks (its own to take again, not held).
+ */
+export const WAITING_UNLOCKED = `
+WITH held AS (
+  SELECT (classid::bigint << 32) | objid::bigint AS h FROM pg_locks
+  WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid <> ALL ($1::int[]) AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+)
+SELECT session_key, (extract(epoch FROM ready_at) * 1000)::float8 AS ready_ms, (extract(epoch FROM now()) * 1000)::float8 AS now_ms
+FROM sb_lane WHERE next_seq > done_seq
+  AND hashtextextended(session_key, 0) NOT IN (SELECT h FROM held)
+ORDER BY ready_at LIMIT 64`;
+
+/**
+ * Under the session's lock: the session's next message, counted as one more attempt by this replica (the lane's
+ * owner), in one statement. Returns the values from before the mark (attempts, owner), which tell a rerun and a
+ * takeover apart.
+ */
+export const TAKE_NEXT = `
+WITH cur AS (
+  SELECT done_seq, owner FROM sb_lane WHERE session_key = $1
+), o AS (
+  UPDATE sb_lane SET owner = $2 WHERE session_key = $1 AND owner IS DISTINCT FROM $2
+), n AS (
+  UPDATE sb_inbox i SET attempts = i.attempts + 1 FROM cur
+  WHERE i.session_key = $1 AND i.seq = cur.done_seq + 1 AND i.done_at IS NULL
+  RETURNING i.seq, i.message, i.correlation_id, i.attempts - 1 AS attempts, i.sent, i.sending
+)
+SELECT n.*, cur.owner FROM n, cur`;
+
+/**
+ * Under the session's lock: the job is done (with its result for waiters, and the count of replies the platform
+ * took), the lane's `ready_at` moves to the next message's acceptance, `sb_done` is notified on commit; returns
+ * whether the mark applied and the next message's acceptance time, if one is queued.
+ */
+export const DONE = `
+WITH nx AS (
+  SELECT accepted_at FROM sb_inbox WHERE session_key = $1 AND seq = $2 + 1
+), l AS (
+  UPDATE sb_lane SET done_seq = $2, ready_at = coalesce((SELECT accepted_at FROM nx), ready_at)
+  WHERE session_key = $1 AND done_seq = $2 - 1 RETURNING next_seq
+), i AS (
+  UPDATE sb_inbox SET done_at = now(), result = $3, sent = greatest(sent, $4) FROM l WHERE session_key = $1 AND seq = $2 RETURNING 1
+)
+SELECT (SELECT count(*) FROM i)::int AS done, (SELECT (extract(epoch FROM accepted_at) * 1000)::float8 FROM nx) AS next_ms,
+  (SELECT next_seq FROM l) AS next_seq, (SELECT pg_notify('sb_done', $5) FROM i) AS notified`;
