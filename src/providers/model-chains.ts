@@ -44,6 +44,7 @@ export class ModelChains {
   private readonly options: ModelChainsOptions;
   private readonly credentials = new Map<string, Provider[]>();
   private readonly chains = new Map<string, Provider>();
+  private readonly ownModels = new WeakMap<AgentConfig, ResolvedModel>();
   /** The provider ids a model reference may name. */
   private readonly known: Readonly<Record<string, unknown>>;
 
@@ -58,6 +59,16 @@ export class ModelChains {
    * choice) alone; else the turn's own model (a heartbeat's) or the agent's, followed by the agent's fallbacks.
    */
   resolve(agent: AgentConfig, choice: { override?: string; turnModel?: string } = {}): ResolvedModel {
+    // The common case (the agent's own model) is asked several times per turn: worked out once per agent.
+    if (!choice.override && !choice.turnModel) {
+      let resolved = this.ownModels.get(agent);
+      if (!resolved) this.ownModels.set(agent, resolved = this.resolveNow(agent, {}));
+      return resolved;
+    }
+    return this.resolveNow(agent, choice);
+  }
+
+  private resolveNow(agent: AgentConfig, choice: { override?: string; turnModel?: string }): ResolvedModel {
     const own: ModelRef = { providerId: agent.providerId, model: agent.model };
     const read = (text: string | undefined) => (text ? parseModelRef(text, this.known, agent.providerId) : undefined);
     const chosen = read(choice.override);
