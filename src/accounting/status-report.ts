@@ -93,17 +93,32 @@ export interface StatusSources {
   jobs?(): Promise<JobView[]>;
   /** Failovers and cooldowns. */
   failovers?(): FailoverReport;
+  /**
+   * Cluster mode: each provider's requests, retries, errors and tokens of the whole cluster (the shared ledger and
+   * the other replicas' failures); used instead of `tracker`'s, which counts this process only.
+   */
+  providerFigures?(): Promise<ReadonlyMap<string, { requests: number; retries: number; errors: number; totalTokens: number; lastError?: ProviderFailure }>>;
 }
 
 /** Builds the status report; a store that cannot count gives `persisted: null` rather than failing. */
 export async function buildStatusReport(sources: StatusSources): Promise<StatusReport> {
   const persisted = await sources.persistedSessions().catch(() => null);
+  // A failing read of the cluster's figures falls back to this process's own rather than failing the report.
+  const figures = sources.providerFigures ? await sources.providerFigures().catch(() => undefined) : undefined;
   return {
     version: sources.version,
     uptimeSeconds: Math.max(0, Math.floor((sources.now() - sources.startedAt) / 1000)),
     channels: sources.channels(),
     sessions: { active: sources.activeSessions(), persisted },
     providers: sources.providers.map((p) => {
+      if (figures) {
+        const f = figures.get(p.id);
+        return {
+          id: p.id, kind: p.kind, model: p.model, contextWindow: p.contextWindow,
+          requests: f?.requests ?? 0, retries: f?.retries ?? 0, errors: f?.errors ?? 0, totalTokens: f?.totalTokens ?? 0,
+          ...(f?.lastError ? { lastError: f.lastError } : {}),
+        };
+      }
       const t = sources.tracker.providerTotals(p.id);
       return {
         id: p.id, kind: p.kind, model: p.model, contextWindow: p.contextWindow,

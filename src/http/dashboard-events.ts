@@ -27,6 +27,11 @@ export interface DashboardEventSources {
   tickMs?: number;
   /** Comment lines that keep idle connections open through proxies (default every 15 s). */
   heartbeatMs?: number;
+  /**
+   * Cluster mode: the other replicas' session changes (their turns), and where to say that a page opened or
+   * closed here (they publish only while some replica has one open).
+   */
+  remote?: { subscribe(onSession: (key: string, reason: string) => void): () => void; watch(open: boolean): void };
 }
 
 /** The `status` event: the `/status` report and, when the gateway gives it, the readiness report. */
@@ -44,7 +49,8 @@ interface Listener {
  * `GET /dashboard/events`: one Server-Sent Events stream per open dashboard. Events:
  * - `hello` `{version, startedAt}` first (`retry: 1000`, so the browser reconnects within a second after a restart);
  * - `session` `{key, reason}` when a turn starts or ends, an LLM call is counted, a tool runs, a batch ends, or an
- *   entry in memory changed otherwise (`reason: "changed"`);
+ *   entry in memory changed otherwise (`reason: "changed"`); in cluster mode also for the turns of the other
+ *   replicas (`remote`, gathered there for up to a fraction of a second);
  * - `status` (the `/status` report plus `readiness`: `{ ready, failing }` as `GET /readyz` judges it) and `pairing` (`{pending, paired}`) on connect and whenever they change.
  * - `signed-out` `{}` just before the stream ends because the cookie it was opened with was signed out.
  *
@@ -55,6 +61,7 @@ export class DashboardEvents {
   private readonly sources: DashboardEventSources;
   private readonly listeners = new Set<Listener>();
   private readonly unsubscribe: () => void;
+  private readonly unsubscribeRemote: () => void;
   private timer: NodeJS.Timeout | undefined;
   private ticking = false;
   /** Set while the checks fail, so a failing store is logged once, not every tick. */
@@ -73,6 +80,7 @@ export class DashboardEvents {
       onBatchEnd: turn('batch-end'),
       onTurnEnd: turn('turn-end'),
     });
+    this.unsubscribeRemote = sources.remote?.subscribe((key, reason) => this.broadcast('session', { key, reason })) ?? (() => undefined);
   }
 
   /** Pages listening now. */
@@ -90,9 +98,11 @@ export class DashboardEvents {
           const listener: Listener = { stream, session, close: resolve };
           stream.onAbort(resolve);
           this.listeners.add(listener);
+          this.sources.remote?.watch(true);
           void this.greet(listener);
           this.timer ??= setInterval(() => void this.tick(), this.sources.tickMs ?? 1000);
         }).finally(() => {
+          this.sources.remote?.watch(false);
           for (const l of this.listeners) if (l.stream === stream) this.listeners.delete(l);
           if (this.listeners.size === 0) this.stopTimer();
         });
@@ -114,6 +124,7 @@ export class DashboardEvents {
   /** Ends every stream (at shutdown) and stops listening to turn events. */
   close(): void {
     this.unsubscribe();
+    this.unsubscribeRemote();
     this.stopTimer();
     for (const l of this.listeners) l.close();
     this.listeners.clear();

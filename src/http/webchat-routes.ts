@@ -46,6 +46,11 @@ export interface WebchatRouteDeps {
   mediaConfig?: Pick<MediaConfig, 'maxBytes'>;
   /** `gateway.maxBodyBytes`: what a body may hold besides its attachments. */
   maxBodyBytes?: number;
+  /**
+   * Cluster mode: later replies of work other replicas ran (a goal's batches, a sub-agent's result), handed to the
+   * pages open here besides the ones this replica's web chat sends.
+   */
+  laterReplies?: { subscribe(user: string, listener: { reply(push: WebchatLaterReply): void; close(): void }): () => void };
 }
 
 const USER = /^[\w.@+-]{1,128}$/;
@@ -92,7 +97,8 @@ function rateLimited(c: Context, retryAfterSeconds: number): Response {
  *   stored; each `{ name, mime, size, sha256, url }`. With attachments `text` may be empty. A refusal (400, 413,
  *   429 with `Retry-After`, 503) is a JSON error before any stream opens; a refused upload stores nothing.
  * - `GET /webchat/events?user=NAME`: `ready` `{ user, sessionKey, exists }`, then a `reply` `{ text, kind, at }` for
- *   every reply sent to that user outside a request (a sub-agent's result, a goal's background batches).
+ *   every reply sent to that user outside a request (a sub-agent's result, a goal's background batches), in
+ *   cluster mode whichever replica ran it (`laterReplies`).
  */
 export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => void {
   const { channel } = deps;
@@ -158,15 +164,18 @@ export function mountWebchatRoutes(deps: WebchatRouteDeps): (app: HttpApp) => vo
         await new Promise<void>((resolve) => {
           let chain: Promise<void> = Promise.resolve();
           stream.onAbort(resolve);
-          unsubscribe = channel.subscribe(user, {
-            reply: (push) => {
+          const page = {
+            reply: (push: WebchatLaterReply) => {
               chain = chain.then(async () => {
                 const files = await linkFiles(push.files, media);
                 await stream.writeSSE({ event: 'reply', data: JSON.stringify({ ...push, ...(files.length ? { files } : {}) }) });
               }).catch(resolve);
             },
             close: resolve,
-          });
+          };
+          const local = channel.subscribe(user, page);
+          const remote = deps.laterReplies?.subscribe(user, page);
+          unsubscribe = () => { local(); remote?.(); };
           heartbeat = setInterval(() => { stream.write(': keep-alive\n\n').catch(resolve); }, deps.heartbeatMs ?? 15_000);
           heartbeat.unref();
         }).finally(() => {
