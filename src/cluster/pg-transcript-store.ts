@@ -3,6 +3,8 @@ import { SwitchboardError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { parseSessionKey } from '../routing/session-key.ts';
 import { archiveStamp, type TranscriptEntry, type TranscriptHeader, type TranscriptStore } from '../sessions/transcript.ts';
+import type { ClusterListener } from './cluster-listener.ts';
+import { currentFence, type Fence } from './fence.ts';
 import { jsonbText } from './jsonb.ts';
 import { querySession, type Queryable } from './session-query.ts';
 
@@ -33,6 +35,48 @@ export async function insertEntries(db: Queryable, sessionId: string, entries: r
   }
 }
 
+/** The entries a transcript read returns (the others stay in the database, for the export). */
+const isContext = (e: TranscriptEntry): boolean => e.type === 'message' || e.type === 'compaction';
+
+/** What is cached of one transcript. */
+interface Cached {
+  key: string;
+  /** The entries {@link PgTranscriptStore.read} returns (messages and compactions), in order. */
+  entries: TranscriptEntry[];
+  /** Rows of the transcript in the database when it was last seen complete (all types). */
+  rows: number;
+  /** The greatest `n` among them (0: none). */
+  lastN: number;
+  /**
+   * The lock tenure the entries are known complete in: the fence of this replica's hold of the session's lock
+   * under which they were last checked. While that hold lasts nobody else appends, so reads under it use the
+   * cache as it is; every other read first checks the database (one statement).
+   */
+  trustedBy: Fence | undefined;
+}
+
+/**
+ * Whether a lane connection still has `key`'s lock: held, or lingering with the idle connection after its last
+ * hold (`lingering`, a property of the session locks' connections beyond {@link Fence}; without it, a lock is
+ * only counted while held, which costs a check, never a stale read).
+ */
+function stillHolds(fence: Fence, key: string): boolean {
+  return fence.alive && (fence.key === key || (fence as Fence & { lingering?: unknown }).lingering === key);
+}
+
+/** Rows of a check or a full read: the transcript's state and the entries after `n` ($2). */
+interface ReadRow { archived: boolean; total: string | null; n: string | null; entry: TranscriptEntry | null }
+
+/**
+ * The current transcript's entries after `$2` (all with 0) and whether it is archived; with the row count
+ * (`total`) of the same snapshot when checking a cache, which tells a gap (an entry committed out of `n` order,
+ * or a rolled-back append) from a mere tail. No row: the transcript is unknown.
+ */
+const READ_AFTER = (counted: boolean) => `
+SELECT t.archived_at IS NOT NULL AS archived, ${counted ? '(SELECT count(*) FROM sb_transcript_entry c WHERE c.session_id = $1)' : 'NULL'} AS total, e.n, e.entry
+FROM sb_transcript t LEFT JOIN sb_transcript_entry e ON e.session_id = t.session_id AND e.n > $2
+WHERE t.session_id = $1 ORDER BY e.n`;
+
 /** Options of {@link PgTranscriptStore}. */
 export interface PgTranscriptStoreOptions {
   /** The shared pool of the cluster database. */
@@ -48,14 +92,22 @@ export interface PgTranscriptStoreOptions {
  * `AgentTranscriptStores` in cluster mode. Every statement about a transcript runs through its session's lane
  * connection while the running code holds that session's lock (`fencedClient`), so an append after the lock
  * was lost fails with `LeaseLostError`, and an append inside the lane's transaction commits with it; otherwise
- * through the pool. Operations on one session id run one after another, in call order. A read cache of recent
- * transcripts is kept; {@link forget} drops a session's (call it when another replica may have advanced it).
+ * through the pool. Operations on one session id run one after another, in call order.
+ *
+ * A read cache of recent transcripts is kept, and no read returns less than was committed before it began
+ * (issue 31): a read under the session's lock uses the cache as it is when it was checked in this hold of the
+ * lock (nobody else appends meanwhile: no statement); any other read (history routes, the dashboard, another
+ * session's `sessions` tool, a first read after the lock was taken) asks the database for what was appended
+ * since (one statement; a full read only when the cache has a gap). A new hold of the lock is told by
+ * {@link forget} / {@link forgetKey} (call one when this replica takes a session's lock afresh) and, as a
+ * hint, by another replica's `sb_done` ({@link watchTranscriptChanges}); an append that finds rows the cache
+ * lacks drops the cache too.
  */
 export class PgTranscriptStore implements TranscriptStore {
   private readonly pool: pg.Pool;
   private readonly logger: Logger;
   private readonly cacheLimit: number;
-  private readonly cache = new Map<string, TranscriptEntry[]>();
+  private readonly cache = new Map<string, Cached>();
   private readonly keys = new Map<string, string>();
   private readonly queues = new Map<string, Promise<void>>();
 
@@ -80,23 +132,37 @@ export class PgTranscriptStore implements TranscriptStore {
         'INSERT INTO sb_transcript (session_id, session_key, agent_id, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (session_id) DO NOTHING',
         [sessionId, key, agentId, at]);
       this.rememberKey(sessionId, key);
-      if (rowCount) this.remember(sessionId, []);
+      if (rowCount) this.remember(sessionId, { key, entries: [], rows: 0, lastN: 0, trustedBy: this.holdOf(key) });
     });
   }
 
-  /** Appends entries after the transcript's last one (in one statement: all or none). */
+  /**
+   * Appends entries after the transcript's last one (in one statement: all or none). The same statement says
+   * where the transcript ended before: when that is not where the cache ends, the cache is dropped.
+   */
   append(sessionId: string, entries: TranscriptEntry | TranscriptEntry[]): Promise<void> {
     const list = Array.isArray(entries) ? entries : [entries];
     if (list.length === 0) return Promise.resolve();
     return this.serial(sessionId, async () => {
       const key = await this.keyOf(sessionId);
       const values = list.map((_, i) => `($1, $${i + 2}::jsonb)`).join(', ');
-      await querySession(this.pool, key, `INSERT INTO sb_transcript_entry (session_id, entry) VALUES ${values}`, [sessionId, ...list.map(entryJson)]);
+      const texts = list.map(entryJson);
+      const { rows } = await querySession<{ n: string; before: string }>(this.pool, key,
+        `WITH i AS (INSERT INTO sb_transcript_entry (session_id, entry) VALUES ${values} RETURNING n)
+         SELECT n, (SELECT coalesce(max(n), 0) FROM sb_transcript_entry WHERE session_id = $1) AS before FROM i ORDER BY n`,
+        [sessionId, ...texts]);
       const cached = this.cache.get(sessionId);
-      if (cached) {
-        cached.push(...list.map((e) => structuredClone(e)));
-        this.remember(sessionId, cached);
+      if (!cached) return;
+      if (Number(rows[0]?.before) !== cached.lastN) {
+        this.logger.debug({ sessionId, sessionKey: key }, 'transcript cache behind the database at an append; dropped');
+        this.cache.delete(sessionId);
+        return;
       }
+      // What the database stores (and another replica reads), not the caller's objects.
+      cached.entries.push(...texts.map((t) => JSON.parse(t) as TranscriptEntry).filter(isContext));
+      cached.rows += rows.length;
+      cached.lastN = Number(rows[rows.length - 1]?.n ?? cached.lastN);
+      this.remember(sessionId, cached);
     });
   }
 
@@ -105,21 +171,54 @@ export class PgTranscriptStore implements TranscriptStore {
     return this.serial(sessionId, async () => {
       const cached = this.cache.get(sessionId);
       if (cached) {
-        this.remember(sessionId, cached);
-        return cached.slice();
+        const hold = this.holdOf(cached.key);
+        if (hold && cached.trustedBy === hold) {
+          this.remember(sessionId, cached);
+          return cached.entries.slice();
+        }
+        const checked = await this.check(sessionId, cached, hold);
+        if (checked) return checked.slice();
       }
       const key = await this.keyOf(sessionId).catch((error: unknown) => {
         if (error instanceof TranscriptNotFoundError) return undefined;
         throw error;
       });
       if (key === undefined) return [];
-      const { rows } = await querySession<{ entry: TranscriptEntry }>(this.pool, key,
-        `SELECT e.entry FROM sb_transcript_entry e JOIN sb_transcript t USING (session_id)
-         WHERE e.session_id = $1 AND t.archived_at IS NULL ORDER BY e.n`, [sessionId]);
-      const entries = rows.map((r) => r.entry).filter((e) => e.type === 'message' || e.type === 'compaction');
-      this.remember(sessionId, entries);
+      const { rows } = await querySession<ReadRow>(this.pool, key, READ_AFTER(false), [sessionId, 0]);
+      if (!rows[0] || rows[0].archived) return [];
+      const found = rows.filter((r) => r.n !== null);
+      const entries = found.map((r) => r.entry!).filter(isContext);
+      this.remember(sessionId, { key, entries, rows: found.length, lastN: Number(found[found.length - 1]?.n ?? 0), trustedBy: this.holdOf(key) });
       return entries.slice();
     });
+  }
+
+  /**
+   * Brings a cached transcript up to date with one statement (what was appended after its last entry, and the
+   * row count). Returns its entries, `[]` when it is archived or gone, undefined when the cache had a gap (the
+   * caller reads it whole).
+   */
+  private async check(sessionId: string, cached: Cached, hold: Fence | undefined): Promise<TranscriptEntry[] | undefined> {
+    const { rows } = await querySession<ReadRow>(this.pool, cached.key, READ_AFTER(true), [sessionId, cached.lastN]);
+    const head = rows[0];
+    if (!head || head.archived) {
+      this.cache.delete(sessionId);
+      return [];
+    }
+    const added = rows.filter((r) => r.n !== null);
+    if (cached.rows + added.length !== Number(head.total)) {
+      this.cache.delete(sessionId);
+      return undefined;
+    }
+    cached.entries.push(...added.map((r) => r.entry!).filter(isContext));
+    cached.rows += added.length;
+    if (added.length) cached.lastN = Number(added[added.length - 1]!.n);
+    // Checked under this hold of the lock: complete for as long as it lasts. Checked outside it: a change found
+    // means someone else appended, so no earlier hold vouches for it any more.
+    if (hold) cached.trustedBy = hold;
+    else if (added.length) cached.trustedBy = undefined;
+    this.remember(sessionId, cached);
+    return cached.entries;
   }
 
   /**
@@ -149,7 +248,8 @@ export class PgTranscriptStore implements TranscriptStore {
     const agentId = to.agentId ?? parseSessionKey(to.key).agentId;
     return this.serial(sessionId, async () => {
       const { rowCount } = await this.pool.query('UPDATE sb_transcript SET session_key = $2, agent_id = $3 WHERE session_id = $1', [sessionId, to.key, agentId]);
-      this.forgetNow(sessionId);
+      this.cache.delete(sessionId);
+      this.keys.delete(sessionId);
       return (rowCount ?? 0) > 0;
     });
   }
@@ -164,9 +264,34 @@ export class PgTranscriptStore implements TranscriptStore {
     return [header, ...rows.map((r) => r.entry)].map((line) => `${JSON.stringify(line)}\n`).join('');
   }
 
-  /** Drops what is cached of a session (another replica may have advanced it). */
+  /**
+   * Another replica may have advanced the session: its next read checks the database (for what was appended
+   * since the cache's last entry: one statement, not a full read).
+   */
   forget(sessionId: string): void {
-    this.forgetNow(sessionId);
+    const cached = this.cache.get(sessionId);
+    if (cached) cached.trustedBy = undefined;
+  }
+
+  /**
+   * {@link forget} for every cached transcript of a session key (each session id it had). Call it when this
+   * replica takes the key's lock afresh (`onClaim`): another replica may have run the session meanwhile.
+   */
+  forgetKey(key: string): void {
+    for (const cached of this.cache.values()) if (cached.key === key) cached.trustedBy = undefined;
+  }
+
+  /**
+   * A turn of `key` finished somewhere (`sb_done`): unless this replica still has the key's lock on the
+   * connection that vouched for the cache (held, or lingering after its last hold: the turn was its own, or the
+   * notice is older than the hold, which was checked when it began), its reads check again.
+   */
+  finished(key: string): void {
+    for (const cached of this.cache.values()) {
+      if (cached.key !== key) continue;
+      const hold = cached.trustedBy;
+      if (!hold || !stillHolds(hold, key)) cached.trustedBy = undefined;
+    }
   }
 
   /** Nothing to close: the pool belongs to the caller. Waits for operations under way. */
@@ -174,9 +299,10 @@ export class PgTranscriptStore implements TranscriptStore {
     await Promise.all([...this.queues.values()]);
   }
 
-  private forgetNow(sessionId: string): void {
-    this.cache.delete(sessionId);
-    this.keys.delete(sessionId);
+  /** The fence of the running code when it holds `key`'s lock (alive), else undefined. */
+  private holdOf(key: string): Fence | undefined {
+    const fence = currentFence();
+    return fence && fence.key === key && fence.alive ? fence : undefined;
   }
 
   /** Runs `op` after every earlier operation on the same session id (whatever their outcome). */
@@ -209,9 +335,27 @@ export class PgTranscriptStore implements TranscriptStore {
     if (this.keys.size > MAX_KNOWN) this.keys.delete(this.keys.keys().next().value as string);
   }
 
-  private remember(sessionId: string, entries: TranscriptEntry[]): void {
+  private remember(sessionId: string, cached: Cached): void {
     this.cache.delete(sessionId);
-    this.cache.set(sessionId, entries);
+    this.cache.set(sessionId, cached);
     while (this.cache.size > this.cacheLimit) this.cache.delete(this.cache.keys().next().value as string);
   }
+}
+
+/**
+ * Wires a replica's transcript cache to the cluster's `sb_done` notifications (payload `{key, seq}`): a turn
+ * another replica finished makes this replica's next read of that session check the database. A hint only
+ * (notifications are not durable): reads outside the lock check anyway, and a new hold is told by
+ * {@link PgTranscriptStore.forgetKey}.
+ */
+export function watchTranscriptChanges(store: PgTranscriptStore, listener: Pick<ClusterListener, 'on'>): void {
+  listener.on('sb_done', (payload) => {
+    let key: unknown;
+    try {
+      key = (JSON.parse(payload) as { key?: unknown }).key;
+    } catch {
+      return;
+    }
+    if (typeof key === 'string') store.finished(key);
+  });
 }

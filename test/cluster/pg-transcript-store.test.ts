@@ -46,15 +46,16 @@ describePg('transcripts on PostgreSQL', () => {
     expect((await other.read('s-order')).map((e) => e.id).slice(-20)).toEqual(Array.from({ length: 20 }, (_, i) => `x${i}`));
   });
 
-  it('serves its cache until forget(): then it reads what another replica appended', async () => {
+  it('a cached transcript never hides what another replica appended (issue 31), with or without forget()', async () => {
     await store.create('s-cache', 'agent:main:telegram:direct:3', AT);
     await store.append('s-cache', message('first'));
     expect((await store.read('s-cache')).map((e) => e.id)).toEqual(['first']);
     const other = new PgTranscriptStore({ pool: db.pool, logger: silentLogger() });
     await other.append('s-cache', message('elsewhere'));
-    expect((await store.read('s-cache')).map((e) => e.id)).toEqual(['first']);
-    store.forget('s-cache');
     expect((await store.read('s-cache')).map((e) => e.id)).toEqual(['first', 'elsewhere']);
+    await other.append('s-cache', message('again'));
+    store.forget('s-cache');
+    expect((await store.read('s-cache')).map((e) => e.id)).toEqual(['first', 'elsewhere', 'again']);
   });
 
   it('stores any text (NUL and unpaired surrogates, which jsonb refuses, become U+FFFD; a literal backslash-u0000 stays) and exports SPEC §4 JSONL', async () => {
