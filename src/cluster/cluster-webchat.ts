@@ -43,15 +43,16 @@ interface DoneRow { session_key: string; seq: number; correlation_id: string; in
 
 /**
  * The database's now, and the finished messages that answer into the web chat with their results (the replies),
- * done after `$1` (all of them when `$1` is null). Rows of `sb_inbox` are kept 24 h after they are done, and
- * `done_at` is indexed (`sb_inbox_done`).
+ * done after `$1` (after now less `$2` ms when `$1` is null). Rows of `sb_inbox` are kept 24 h after they are
+ * done, and `done_at` is indexed (`sb_inbox_done`).
  */
 const DONE_FOR_WEBCHAT = `
-SELECT now() AS now, CASE WHEN $1::timestamptz IS NULL THEN '[]'::json ELSE (
+SELECT now() AS now, (
   SELECT coalesce(json_agg(x ORDER BY x.done_at), '[]'::json) FROM (
     SELECT session_key, seq, correlation_id, message->'internal' AS internal, result, done_at FROM sb_inbox
-    WHERE done_at > $1::timestamptz AND message->'internal'->'deliverTo'->>'channel' = 'webchat'
-  ) x) END AS rows`;
+    WHERE done_at > coalesce($1::timestamptz, now() - make_interval(secs => $2::double precision / 1000))
+      AND message->'internal'->'deliverTo'->>'channel' = 'webchat'
+  ) x) AS rows`;
 
 /**
  * Later web chat replies across replicas (SPEC §13). In cluster mode a web chat request's own turn runs on the
@@ -186,12 +187,17 @@ export class ClusterWebchatRelay {
     if (!this.pages.size || this.closed) return;
     const overlap = this.options.overlapMs ?? 10_000;
     try {
-      // The first look-up of a page only learns the time: what was done before is in the transcript the page loads.
-      const from = this.since === undefined ? undefined : this.since - overlap;
-      const { rows } = await this.options.pool.query<{ now: Date; rows: DoneRow[] }>(DONE_FOR_WEBCHAT, [from === undefined ? null : new Date(from)]);
+      // The first look-up after nobody listened hands nothing out: what was done before the page opened is in the
+      // transcript the page loads. It notes the rows of the overlap, so that the next look-ups skip them too.
+      const first = this.since === undefined;
+      const from = first ? undefined : this.since! - overlap;
+      const { rows } = await this.options.pool.query<{ now: Date; rows: DoneRow[] }>(DONE_FOR_WEBCHAT, [from === undefined ? null : new Date(from), overlap]);
       const found = rows[0];
       if (!found || !this.pages.size) return;
-      for (const row of found.rows) this.handOut(row);
+      for (const row of found.rows) {
+        if (first) this.seen.set(`${row.session_key}\u0000${row.seq}`, Date.parse(row.done_at));
+        else this.handOut(row);
+      }
       this.since = found.now.getTime();
       if (from !== undefined) for (const [id, at] of this.seen) if (at < from - overlap) this.seen.delete(id);
     } catch (error) {
