@@ -10,7 +10,7 @@ import { jsonbText, storableString } from './jsonb.ts';
 import { LeaseLostError } from '../core/errors.ts';
 import { currentFence, fencedClient, runFenced, type Fence } from './fence.ts';
 import type { SessionLocks } from './session-locks.ts';
-import { ACCEPT, DONE, TAKE_NEXT, WAITING_UNLOCKED } from './work-queue-sql.ts';
+import { ACCEPT, CLAIM_NEXT, DONE, TAKE_NEXT, WAITING_UNLOCKED } from './work-queue-sql.ts';
 
 /** Counters of the work queue (exported in /metrics). */
 export interface WorkQueueStats {
@@ -311,7 +311,8 @@ export class PgWorkQueue implements SharedQueue {
     this.working.set(key, state);
     let lock;
     try {
-      lock = await this.options.locks.tryAcquire(key);
+      state.checkedAt = Date.now();
+      lock = await this.options.locks.tryAcquire(key, { sql: CLAIM_NEXT, params: [key, this.options.replicaId] });
     } catch (error) {
       this.working.delete(key);
       this.options.logger.warn({ err: error, sessionKey: key }, 'could not try the lock of a session');
@@ -323,7 +324,8 @@ export class PgWorkQueue implements SharedQueue {
     let lost: boolean;
     let wasFull: boolean;
     try {
-      lost = await runFenced(lock.fence, () => this.drain(key, lock.fence, state));
+      const first = lock.rows?.[0] as (InboxRow & { pending: boolean | null }) | undefined;
+      lost = await runFenced(lock.fence, () => this.drain(key, lock.fence, state, first));
     } catch (error) {
       lost = !lock.fence.alive || error instanceof LeaseLostError;
       if (!lost) this.options.logger.error({ err: error, sessionKey: key }, 'running the queued messages of a session failed');
@@ -346,11 +348,16 @@ export class PgWorkQueue implements SharedQueue {
     this.fill();
   }
 
-  /** Runs the session's pending messages in sequence order; true when the lock was lost on the way. */
-  private async drain(key: string, fence: Fence, state: Working): Promise<boolean> {
+  /** Runs the session's pending messages in sequence order (`claimed`: what the lock statement took); true when the lock was lost on the way. */
+  private async drain(key: string, fence: Fence, state: Working, claimed: (InboxRow & { pending: boolean | null }) | undefined): Promise<boolean> {
     const client = fence.client;
-    state.checkedAt = Date.now();
-    let row = (await client.query<InboxRow>(TAKE_NEXT, [key, this.options.replicaId])).rows[0];
+    // The lock statement took the first message already, unless it found none while some was pending (the previous
+    // holder finished one between its snapshot and the lock), or ran none (a lock taken again or shared).
+    let row: InboxRow | undefined = claimed?.seq != null ? claimed : undefined;
+    if (!row && (claimed === undefined || claimed.pending === true)) {
+      state.checkedAt = Date.now();
+      row = (await client.query<InboxRow>(TAKE_NEXT, [key, this.options.replicaId])).rows[0];
+    }
     while (row) {
       if (row.attempts > 0) {
         this.stats.reruns++;

@@ -64,9 +64,22 @@ class LaneConnection implements Fence {
   }
 }
 
+/**
+ * A statement to run with the lock statement, as one (saves a round trip and a statement per claim): `sql(lock)`
+ * must select the `lock` expression as its `ok` column in a first step the rest depends on (a MATERIALIZED CTE),
+ * change nothing unless it is true, and return at least one row. The lock's key (and a lingering key) are
+ * appended to `params`.
+ */
+export interface LockStatement {
+  sql: (lock: string) => string;
+  params: unknown[];
+}
+
 /** A session lock this replica holds. */
 export interface HeldLock {
   readonly fence: Fence;
+  /** The rows of the {@link LockStatement}, when it ran (a lock taken again or shared runs none). */
+  readonly rows?: Record<string, unknown>[];
   /** True when this hold took the lock (no other hold of this replica had it): cached state may be stale. */
   readonly fresh: boolean;
   /** Gives the hold back; the lock is released when the last hold of this replica ends. */
@@ -134,15 +147,15 @@ export class SessionLocks {
   }
 
   /** Takes `key`'s lock if it is free (or already held here); `undefined` when another replica holds it. */
-  tryAcquire(key: string): Promise<HeldLock | undefined> {
-    return this.acquire(key, 0);
+  tryAcquire(key: string, then?: LockStatement): Promise<HeldLock | undefined> {
+    return this.acquire(key, 0, then);
   }
 
   /**
    * Takes `key`'s lock, waiting up to `waitMs` for another replica to release it (0: do not wait).
    * Resolves `undefined` when it stays taken.
    */
-  async acquire(key: string, waitMs: number): Promise<HeldLock | undefined> {
+  async acquire(key: string, waitMs: number, then?: LockStatement): Promise<HeldLock | undefined> {
     await this.unlocking.get(key);
     const mine = this.held.get(key);
     if (mine?.conn.alive) {
@@ -160,7 +173,17 @@ export class SessionLocks {
     conn.lingering = '';
     try {
       let ok: boolean;
-      if (waitMs <= 0 && release) {
+      let rows: Record<string, unknown>[] | undefined;
+      if (waitMs <= 0 && then) {
+        // The caller's statement takes the lock (and gives the lingering one back) in its own first step.
+        const lock = release
+          ? `(SELECT ok FROM (SELECT pg_advisory_unlock(hashtextextended($${then.params.length + 2}, 0)) AS un, pg_try_advisory_lock(hashtextextended($${then.params.length + 1}, 0)) AS ok) AS s)`
+          : `pg_try_advisory_lock(hashtextextended($${then.params.length + 1}, 0))`;
+        const run = conn.client.query<Record<string, unknown>>(then.sql(lock), [...then.params, key, ...(release ? [release] : [])]);
+        if (release) this.unlocking.set(release, run.catch(() => undefined));
+        try { rows = (await run).rows; } finally { if (release) this.unlocking.delete(release); }
+        ok = rows[0]?.ok === true;
+      } else if (waitMs <= 0 && release) {
         const both = conn.client.query<{ ok: boolean }>('SELECT pg_advisory_unlock(hashtextextended($2, 0)) AS un, pg_try_advisory_lock(hashtextextended($1, 0)) AS ok', [key, release]);
         this.unlocking.set(release, both.catch(() => undefined));
         try { ok = (await both).rows[0]?.ok === true; } finally { this.unlocking.delete(release); }
@@ -181,16 +204,16 @@ export class SessionLocks {
         await conn.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]);
         this.giveBack(conn);
         raced.holds++;
-        return this.hold(key, raced.conn, false);
+        return { ...this.hold(key, raced.conn, false), ...(rows ? { rows } : {}) };
       }
       if (!ok) {
         this.giveBack(conn);
         return undefined;
       }
-      return this.take(key, conn, true);
+      return { ...this.take(key, conn, true), ...(rows ? { rows } : {}) };
     } catch (error) {
-      // A lingering lock whose unlock may not have run must not stay with a reused connection.
-      if (release) { conn.alive = false; void conn.close(); }
+      // A lock statement that failed may have taken a lock, or not given a lingering one back: the connection goes.
+      if (release || then) { conn.alive = false; void conn.close(); }
       this.giveBack(conn);
       throw error;
     }
@@ -261,27 +284,26 @@ export class SessionLocks {
   }
 
   /**
-   * An idle connection without a lingering lock, else a new one, else the one whose lock lingered longest (its
-   * unlock goes with the caller's lock statement), else waits.
+   * The idle connection whose lock lingered longest (its unlock goes with the caller's lock statement, so a busy
+   * replica gives each lock back for free and a quiet one keeps it until the sweep), else another idle one, else a
+   * new one, else waits.
    */
   private async connection(): Promise<LaneConnection> {
     for (;;) {
       if (this.closed) throw new Error('session locks are closed');
-      let at = -1;
-      for (let i = this.idle.length - 1; i >= 0; i--) if (!this.idle[i]!.lingering) { at = i; break; }
-      if (at >= 0) {
-        const [conn] = this.idle.splice(at, 1) as [LaneConnection];
-        if (conn.alive) return conn;
-        this.opened--;
-        continue;
-      }
       const oldest = this.oldestLingering();
-      if (this.opened >= this.options.maxConnections && oldest) {
+      if (oldest) {
         const key = oldest.lingering;
         this.unlinger(oldest);
         if (!oldest.alive) continue;
         oldest.lingering = key;
         return oldest;
+      }
+      const conn = this.idle.pop();
+      if (conn) {
+        if (conn.alive) return conn;
+        this.opened--;
+        continue;
       }
       if (this.opened < this.options.maxConnections) {
         this.opened++;

@@ -68,3 +68,23 @@ WITH nx AS (
 )
 SELECT (SELECT count(*) FROM i)::int AS done, (SELECT (extract(epoch FROM accepted_at) * 1000)::float8 FROM nx) AS next_ms,
   (SELECT next_seq FROM l) AS next_seq, (SELECT pg_notify('sb_done', $5) FROM i) AS notified`;
+
+/**
+ * {@link TAKE_NEXT} in the claim's lock statement (`lock`: the lock expression `SessionLocks` gives): nothing is
+ * marked unless the lock was taken. The statement's snapshot is older than the lock; a message the previous holder
+ * finished in between is not taken again (`done_at IS NULL` is checked again on the row's newest version), and
+ * `pending` says that the session had work though none was taken then (the claim looks again).
+ */
+export const CLAIM_NEXT = (lock: string): string => `
+WITH lk AS MATERIALIZED (
+  SELECT ${lock} AS ok
+), cur AS (
+  SELECT l.done_seq, l.next_seq, l.owner FROM sb_lane l, lk WHERE l.session_key = $1 AND lk.ok
+), o AS (
+  UPDATE sb_lane SET owner = $2 FROM lk WHERE lk.ok AND session_key = $1 AND owner IS DISTINCT FROM $2
+), n AS (
+  UPDATE sb_inbox i SET attempts = i.attempts + 1 FROM cur
+  WHERE i.session_key = $1 AND i.seq = cur.done_seq + 1 AND i.done_at IS NULL
+  RETURNING i.seq, i.message, i.correlation_id, i.attempts - 1 AS attempts, i.sent, i.sending
+)
+SELECT lk.ok, (SELECT next_seq > done_seq FROM cur) AS pending, (SELECT owner FROM cur) AS owner, n.* FROM lk LEFT JOIN n ON true`;

@@ -78,6 +78,31 @@ describePg('fairness of the shared work queue', () => {
     expect(ran).toEqual(['a1', 'a2', 'b1', 'a3']);
   });
 
+  it('a claim that does not get the lock marks nothing: the lock and the first message are one statement', async () => {
+    const key = 'agent:main:telegram:direct:held';
+    const q = await queue('solo');
+    await q.accept(message('h1'), key, 'c');
+    const other = await db.pool.connect();
+    try {
+      await other.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [key]);
+      const ran: string[] = [];
+      q.start(async (job) => { ran.push(job.message.id); await q.done(job, undefined); return undefined; });
+      const claim = (q as unknown as { claim: (key: string, since: number) => void }).claim.bind(q);
+      claim(key, 0);
+      await until(() => !q['working'].size && q['scanned'], 'the refused claim to end');
+      expect((await db.pool.query('SELECT attempts FROM sb_inbox')).rows).toEqual([{ attempts: 0 }]);
+      expect((await db.pool.query('SELECT owner FROM sb_lane')).rows).toEqual([{ owner: null }]);
+      await other.query('SELECT pg_advisory_unlock_all()');
+      claim(key, 0);
+      await until(async () => (await db.pool.query('SELECT 1 FROM sb_inbox WHERE done_at IS NOT NULL')).rowCount === 1, 'the claim with the lock free');
+      expect(ran).toEqual(['h1']);
+      expect((await db.pool.query('SELECT attempts FROM sb_inbox')).rows).toEqual([{ attempts: 1 }]);
+      expect((await db.pool.query('SELECT owner FROM sb_lane')).rows).toEqual([{ owner: 'solo' }]);
+    } finally {
+      other.release();
+    }
+  });
+
   it('the sent mark rides on the next statement: a lock lost before it leaves the reply for the next owner to send again (counted), never a later one', async () => {
     const key = 'agent:main:telegram:direct:k9';
     const first = await queue('first');
