@@ -63,6 +63,7 @@ import { isClusterStore } from './cluster/pg-database.ts';
 import { openClusterMode, type ClusterMode } from './cluster/cluster-mode.ts';
 import { PgTranscriptStore } from './cluster/pg-transcript-store.ts';
 import { ClusterResumes } from './cluster/cluster-resume.ts';
+import { clusterFormerKeys, clusterRekeyIfRoutingChanged } from './cluster/cluster-rekey.ts';
 import { PgGroupContext } from './cluster/pg-group-context.ts';
 import { PgLedgerSink } from './cluster/pg-ledger-sink.ts';
 import { PgChannelWatermarks } from './cluster/channel-watermarks.ts';
@@ -205,9 +206,10 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     transcriberOf: (agent) => providers.get(config.media.transcription.provider ?? agent.providerId),
   });
   runtime = new AgentRuntime({ config, sessions, transcripts, providers, models, clock, logger, tools, media, mediaStore });
-  // Re-keying moves transcript files; in a cluster the conversations keep their keys (see docs/architecture.md).
+  // Re-keying (SPEC §12) moves transcript files on one machine; a cluster re-keys once, in one transaction under a database lock.
   opened.push(() => transcripts.close());
   if (transcripts instanceof AgentTranscriptStores) await rekeyIfRoutingChanged(config, store, transcripts, logger, clock.now(), options.rekeyHooks);
+  else if (cluster) await clusterRekeyIfRoutingChanged(config, cluster.pool, { logger, afterStep: options.rekeyHooks?.afterStep });
   const mcp = new McpHub({ config, registry: tools, logger, reconnectBaseMs: options.mcpReconnectBaseMs });
   // One machine journals accepted messages to inbox.jsonl; a cluster queues them in the shared database.
   const inbox = cluster ? undefined : new Inbox({ file: path.join(config.stateDir, 'inbox.jsonl'), clock, logger });
@@ -344,7 +346,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       mountRunRoutes({ runs: () => allSessions(store, sessions), lanes: gateway.lanes, stop: (key) => runtime.stopByKey(key) }),
       mountStatusRoutes({
         accounting, status, sessionEntry: (key) => sessions.get(key),
-        ...(transcripts instanceof AgentTranscriptStores ? { formerKeys: (entry: { sessionId: string }) => formerKeysOf(transcripts.pathOf(entry.sessionId)) } : {}),
+        formerKeys: ({ sessionId }: { sessionId: string }) => (cluster ? clusterFormerKeys(cluster.pool, sessionId) : formerKeysOf(transcripts.pathOf(sessionId))),
       }),
       mountDashboard({ auth: dashboardAuth, live }),
     ],

@@ -136,9 +136,9 @@ async function checkRekey(config: ResolvedConfig): Promise<Check> {
     const shown = moves.filter((m) => !m.temporary);
     const list = shown.slice(0, 10).map((m) => `${m.parkedFrom ?? m.from} → ${m.action === 'move' ? m.to : `archived (merged into ${m.to})`}`).join('; ');
     const count = `${shown.length} session${shown.length === 1 ? '' : 's'}`;
-    // A cluster's start does not move conversations (main.ts): say so rather than promise a move.
+    // A cluster re-keys once, at the next replica start, in one transaction under a database lock (cluster-rekey.ts).
     const what = isClusterStore(config.store)
-      ? `cluster mode does not re-key at start; ${count} ${shown.length === 1 ? 'keeps' : 'keep'} a key the current identity links and bindings would not give them`
+      ? `the next replica to start moves ${count}, once for the cluster (under a database lock; put off while one of them has queued messages or is running)`
       : `the next start moves ${count}`;
     return { name: 're-keying', ok: 'warn', detail: `${what}: ${list}${shown.length > 10 ? '; …' : ''}` };
   } catch (error) {

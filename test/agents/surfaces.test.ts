@@ -76,7 +76,7 @@ describePg('doctor in cluster mode', () => {
   beforeEach(() => { tmp = tempDir(); });
   afterEach(() => tmp.remove());
 
-  it('says a cluster does not re-key at start instead of promising a move', async () => {
+  it('says the next replica to start re-keys once for the cluster', async () => {
     const store = await openSessionStore(db.uri);
     const now = Date.now();
     await store.set({
@@ -86,6 +86,6 @@ describePg('doctor in cluster mode', () => {
     await store.close();
     const config = testConfig(tmp.dir, { store: db.uri, agents, bindings: toWork, session: perPeer });
     const line = (await output((out) => runDoctor(config, out))).split('\n').find((l) => l.includes('re-keying'));
-    expect(line).toBe('warn  re-keying: cluster mode does not re-key at start; 1 session keeps a key the current identity links and bindings would not give them: agent:home:direct:bob → agent:work:direct:bob');
+    expect(line).toBe('warn  re-keying: the next replica to start moves 1 session, once for the cluster (under a database lock; put off while one of them has queued messages or is running): agent:home:direct:bob → agent:work:direct:bob');
   });
 });
