@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { LedgerStore } from '../accounting/accounting.ts';
 import { recordTotal, type LedgerRecord } from '../accounting/ledger-record.ts';
@@ -23,19 +24,18 @@ export interface PgLedgerSinkOptions {
   retryMs?: number;
 }
 
-/** The sums kept per provider, model, kind and channel (`sb_ledger_total`). */
-interface Group {
-  providerId: string; modelId: string; kind: string; channel: string;
-  calls: number; estimated: number; input: number; output: number; cacheRead: number; cacheWrite: number; firstAt: string;
-}
+/** Token sums of a group of records. */
+interface Sums { calls: number; estimated: number; input: number; output: number; cacheRead: number; cacheWrite: number; firstAt: string }
 
-function groupsOf(records: readonly LedgerRecord[]): Group[] {
-  const groups = new Map<string, Group>();
+/** Groups records by `idOf` (skipping those it gives undefined), summed, in one order for every writer. */
+function groupsOf<G extends object>(records: readonly LedgerRecord[], idOf: (r: LedgerRecord) => string | undefined, fields: (r: LedgerRecord) => G): (G & Sums)[] {
+  const groups = new Map<string, G & Sums>();
   for (const r of records) {
-    const id = JSON.stringify([r.providerId, r.modelId, r.kind, r.channel]);
+    const id = idOf(r);
+    if (id === undefined) continue;
     let g = groups.get(id);
     if (!g) {
-      g = { providerId: r.providerId, modelId: r.modelId, kind: r.kind, channel: r.channel, calls: 0, estimated: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, firstAt: r.timestamp };
+      g = { ...fields(r), calls: 0, estimated: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, firstAt: r.timestamp };
       groups.set(id, g);
     }
     g.calls++;
@@ -50,37 +50,78 @@ function groupsOf(records: readonly LedgerRecord[]): Group[] {
   return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => g);
 }
 
+/** The sums per provider, model, kind and channel (`sb_ledger_total`). */
+const totalGroups = (records: readonly LedgerRecord[]) => groupsOf(records,
+  (r) => JSON.stringify([r.providerId, r.modelId, r.kind, r.channel]),
+  (r) => ({ keys: [r.providerId, r.modelId, r.kind, r.channel] }));
+
+/**
+ * The sums of scheduled work (`sb_ledger_run_total`), filed as the one-machine totals file them: a record with a
+ * `jobId` under its job, else one of a heartbeat run under the heartbeat.
+ */
+const runGroups = (records: readonly LedgerRecord[]) => groupsOf(records,
+  (r) => (r.jobId ? JSON.stringify(['job', r.jobId]) : r.run === 'heartbeat' ? JSON.stringify(['heartbeat', '']) : undefined),
+  (r) => ({ keys: r.jobId ? ['job', r.jobId] : ['heartbeat', ''] }));
+
+const SUM_COLUMNS = `calls = t.calls + excluded.calls, estimated_calls = t.estimated_calls + excluded.estimated_calls,
+  input_tokens = t.input_tokens + excluded.input_tokens, output_tokens = t.output_tokens + excluded.output_tokens,
+  cache_read_tokens = t.cache_read_tokens + excluded.cache_read_tokens, cache_write_tokens = t.cache_write_tokens + excluded.cache_write_tokens,
+  first_at = least(t.first_at, excluded.first_at)`;
+
+/** Adds to the sums (`table`, keyed by `keyCount` text columns) from parameters `$from`…: the keys, then the sums. */
+function upsertSums(table: string, conflict: string, keyCount: number, from: number): string {
+  const keys = Array.from({ length: keyCount }, (_, i) => `$${from + i}::text[]`);
+  const sums = Array.from({ length: 6 }, (_, i) => `$${from + keyCount + i}::bigint[]`);
+  return `INSERT INTO ${table} AS t SELECT * FROM unnest(${[...keys, ...sums, `$${from + keyCount + 6}::timestamptz[]`].join(', ')})
+    ON CONFLICT (${conflict}) DO UPDATE SET ${SUM_COLUMNS}`;
+}
+
+/** The parameters of {@link upsertSums} for some groups. */
+function sumParams(groups: readonly (Sums & { keys: string[] })[], keyCount: number): unknown[] {
+  return [
+    ...Array.from({ length: keyCount }, (_, i) => groups.map((g) => g.keys[i])),
+    groups.map((g) => g.calls), groups.map((g) => g.estimated), groups.map((g) => g.input), groups.map((g) => g.output),
+    groups.map((g) => g.cacheRead), groups.map((g) => g.cacheWrite), groups.map((g) => g.firstAt),
+  ];
+}
+
 /**
  * Inserts ledger records and adds them to the sums, in the caller's transaction (`db` must be one client
- * inside `BEGIN`, so both commit together). Used by the sink's writer and by `switchboard migrate`.
+ * inside `BEGIN`, so both commit together). Used by the sink's writer and by `switchboard migrate`. With `ids`
+ * (one per record: the id the record was queued with), a record whose id is already in `sb_ledger` (its batch
+ * committed before, and the acknowledgement was lost) is neither inserted nor added again. Returns how many
+ * records were inserted. Two statements (the rows, then the sums) whatever the batch.
  */
-export async function insertLedgerRecords(db: Queryable, records: readonly LedgerRecord[], replicaId: string): Promise<void> {
-  if (!records.length) return;
-  await db.query(
-    `INSERT INTO sb_ledger (at, session_key, session_id, channel, provider_id, model_id, kind, replica_id, record)
-     SELECT at, session_key, session_id, channel, provider_id, model_id, kind, $8, record FROM unnest(
-       $1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $9::jsonb[]
-     ) WITH ORDINALITY AS r(at, session_key, session_id, channel, provider_id, model_id, kind, record, i) ORDER BY i`,
+export async function insertLedgerRecords(db: Queryable, records: readonly LedgerRecord[], replicaId: string, ids?: readonly string[]): Promise<number> {
+  if (!records.length) return 0;
+  const { rows } = await db.query<{ record_id: string | null }>(
+    `INSERT INTO sb_ledger (at, session_key, session_id, channel, provider_id, model_id, kind, replica_id, record, record_id)
+     SELECT at, session_key, session_id, channel, provider_id, model_id, kind, $8, record, record_id FROM unnest(
+       $1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $9::jsonb[], $10::text[]
+     ) WITH ORDINALITY AS r(at, session_key, session_id, channel, provider_id, model_id, kind, record, record_id, i) ORDER BY i
+     ON CONFLICT (record_id) DO NOTHING RETURNING record_id`,
     [
       records.map((r) => r.timestamp), records.map((r) => r.sessionKey), records.map((r) => r.sessionId), records.map((r) => r.channel),
       records.map((r) => r.providerId), records.map((r) => r.modelId), records.map((r) => r.kind), replicaId, records.map((r) => entryJson(r)),
+      records.map((_, i) => ids?.[i] ?? null),
     ],
   );
-  const groups = groupsOf(records);
+  // Without an id a row always goes in; with one, only when the statement says so (each id counted once).
+  const inserted = new Set(rows.map((r) => r.record_id));
+  const added = records.filter((_, i) => {
+    const id = ids?.[i];
+    if (id === undefined) return true;
+    return inserted.delete(id);
+  });
+  if (!added.length) return 0;
+  const totals = totalGroups(added);
+  const runs = runGroups(added);
+  const sumsSql = upsertSums('sb_ledger_total', 'provider_id, model_id, kind, channel', 4, 1);
   await db.query(
-    `INSERT INTO sb_ledger_total AS t
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::timestamptz[])
-     ON CONFLICT (provider_id, model_id, kind, channel) DO UPDATE SET
-       calls = t.calls + excluded.calls, estimated_calls = t.estimated_calls + excluded.estimated_calls,
-       input_tokens = t.input_tokens + excluded.input_tokens, output_tokens = t.output_tokens + excluded.output_tokens,
-       cache_read_tokens = t.cache_read_tokens + excluded.cache_read_tokens, cache_write_tokens = t.cache_write_tokens + excluded.cache_write_tokens,
-       first_at = least(t.first_at, excluded.first_at)`,
-    [
-      groups.map((g) => g.providerId), groups.map((g) => g.modelId), groups.map((g) => g.kind), groups.map((g) => g.channel),
-      groups.map((g) => g.calls), groups.map((g) => g.estimated), groups.map((g) => g.input), groups.map((g) => g.output),
-      groups.map((g) => g.cacheRead), groups.map((g) => g.cacheWrite), groups.map((g) => g.firstAt),
-    ],
+    runs.length ? `WITH runs AS (${upsertSums('sb_ledger_run_total', 'run, job_id', 2, 12)}) ${sumsSql}` : sumsSql,
+    [...sumParams(totals, 4), ...(runs.length ? sumParams(runs, 2) : [])],
   );
+  return added.length;
 }
 
 /** Token sums as SQL returns them (bigint as text). */
@@ -112,7 +153,8 @@ function totalsOf(row: SumRow | undefined): TokenTotals {
  */
 export class PgLedgerSink implements LedgerStore {
   private readonly options: PgLedgerSinkOptions;
-  private pending: LedgerRecord[] = [];
+  /** Records queued with the id each keeps through retries (see {@link insertLedgerRecords}). */
+  private pending: { record: LedgerRecord; id: string }[] = [];
   private writing: Promise<boolean> | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private retryDelay: number;
@@ -129,9 +171,9 @@ export class PgLedgerSink implements LedgerStore {
     return this.pending.length;
   }
 
-  /** Queues one record; the write happens in the background. */
+  /** Queues one record (with a new id); the write happens in the background. */
   append(record: LedgerRecord): void {
-    this.pending.push(record);
+    this.pending.push({ record, id: randomUUID() });
     const max = this.options.maxPending ?? 100_000;
     if (this.pending.length > max) {
       const dropped = this.pending.splice(0, this.pending.length - max).length;
@@ -181,11 +223,11 @@ export class PgLedgerSink implements LedgerStore {
     }
   }
 
-  private async write(batch: LedgerRecord[]): Promise<void> {
+  private async write(batch: readonly { record: LedgerRecord; id: string }[]): Promise<void> {
     const client = await this.options.pool.connect();
     try {
       await client.query('BEGIN');
-      await insertLedgerRecords(client, batch, this.options.replicaId);
+      await insertLedgerRecords(client, batch.map((q) => q.record), this.options.replicaId, batch.map((q) => q.id));
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -217,21 +259,36 @@ export class PgLedgerSink implements LedgerStore {
     return rowCount ?? 0;
   }
 
-  /** `GET /usage`: totals of the whole cluster, and per channel. */
+  /**
+   * `GET /usage`: totals of the whole cluster, per channel, and scheduled work apart (per job and the heartbeat,
+   * whose calls are also in the totals and in `channels.internal`), as the one-machine ledger reports them. One
+   * statement over the sums.
+   */
   async usage(): Promise<UsageReport> {
-    const { rows } = await this.options.pool.query<SumRow & { channel: string; first_at: Date | null }>(
-      `SELECT channel, ${SUMS}, min(first_at) AS first_at FROM sb_ledger_total GROUP BY channel ORDER BY channel`,
+    const { rows } = await this.options.pool.query<SumRow & { scope: string; id: string; first_at: Date | null }>(
+      `SELECT 'channel' AS scope, channel AS id, ${SUMS}, min(first_at) AS first_at FROM sb_ledger_total GROUP BY channel
+       UNION ALL SELECT run, job_id, ${SUMS}, min(first_at) FROM sb_ledger_run_total GROUP BY run, job_id`,
     );
     const totals = emptyTotals();
     const channels: Record<string, TokenTotals> = {};
+    const jobs: [string, TokenTotals][] = [];
+    let heartbeat = emptyTotals();
     let first: Date | undefined;
     for (const row of rows) {
       const t = totalsOf(row);
-      channels[row.channel] = t;
+      if (row.scope === 'job') jobs.push([row.id, t]);
+      else if (row.scope === 'heartbeat') heartbeat = t;
+      else channels[row.id] = t;
+      if (row.scope !== 'channel') continue;
       for (const k of Object.keys(totals) as (keyof TokenTotals)[]) totals[k] += t[k];
       if (row.first_at && (!first || row.first_at < first)) first = row.first_at;
     }
-    return { since: (first ?? new Date(this.options.startedAt)).toISOString(), totals, channels };
+    // The one-machine report's orders: channels and jobs by id.
+    const sortedChannels = Object.fromEntries(Object.entries(channels).sort(([a], [b]) => a.localeCompare(b)));
+    return {
+      since: (first ?? new Date(this.options.startedAt)).toISOString(), totals, channels: sortedChannels,
+      jobs: Object.fromEntries(jobs.sort(([a], [b]) => a.localeCompare(b))), heartbeat,
+    };
   }
 
   /** Requests (LLM calls that returned) and tokens per provider and model, sorted; retries and errors are not in the ledger (0). */

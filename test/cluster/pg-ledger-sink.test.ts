@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Accounting } from '../../src/accounting/accounting.ts';
+import { emptyTotals } from '../../src/accounting/runtime-totals.ts';
 import { PgLedgerSink } from '../../src/cluster/pg-ledger-sink.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { llmCall, record } from '../accounting/records.ts';
@@ -20,7 +21,7 @@ describePg('the ledger on PostgreSQL', () => {
   });
 
   it('an empty ledger: since is the process start, nothing summed', async () => {
-    expect(await a.usage()).toEqual({ since: new Date(STARTED).toISOString(), totals: expect.objectContaining({ totalTokens: 0, llmCalls: 0 }), channels: {} });
+    expect(await a.usage()).toEqual({ since: new Date(STARTED).toISOString(), totals: expect.objectContaining({ totalTokens: 0, llmCalls: 0 }), channels: {}, jobs: {}, heartbeat: emptyTotals() });
     expect(await a.providerUsage()).toEqual([]);
     expect(await a.recent(10)).toEqual([]);
   });
