@@ -74,6 +74,8 @@ export class PgWorkQueue implements SharedQueue {
   private readonly afterDone = new Map<string, AfterDone>();
   /** Replies the platform took, by job, not yet written (the job's next statement carries them). */
   private readonly sentCounts = new Map<string, number>();
+  /** Sessions with a message accepted here without notifying the others: they are told if the lock is not had here. */
+  private readonly unannounced = new Set<string>();
   private readonly waiters = new Map<string, { resolve: (r: TurnResult | undefined) => void; promise: Promise<TurnResult | undefined> }>();
   private run: ((job: QueuedJob) => Promise<TurnResult | undefined>) | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
@@ -101,10 +103,13 @@ export class PgWorkQueue implements SharedQueue {
   async accept(message: InboundMessage, key: string, correlationId: string): Promise<{ accepted: true; seq: number } | { accepted: false }> {
     // The platform's raw update is not stored (as in the local inbox): a deeply nested one made JSON.stringify throw.
     const { raw: _raw, ...stored } = message;
-    const { rows } = await this.options.pool.query<{ seq: string; now_ms: number }>(ACCEPT, [storableString(deliveryKey(message)), key, jsonbText(stored), correlationId]);
+    // The others are told only when this replica will not claim it at once (its slots are full, or older work waits).
+    const runsHere = !this.closed && this.run !== undefined && this.scanned && this.order.size === 0 && this.working.size < this.options.maxClaims;
+    const { rows } = await this.options.pool.query<{ seq: string; now_ms: number }>(ACCEPT, [storableString(deliveryKey(message)), key, jsonbText(stored), correlationId, !runsHere]);
     const row = rows[0];
     if (row === undefined) return { accepted: false };
     this.clockOffset = row.now_ms - Date.now();
+    if (runsHere) this.unannounced.add(key);
     // Most messages run where they arrived: try at once rather than on the notification's round trip.
     const since = row.now_ms;
     setImmediate(() => this.claim(key, since));
@@ -215,6 +220,11 @@ export class PgWorkQueue implements SharedQueue {
     this.waiters.clear();
   }
 
+  /** Tells every replica that `key` has queued work (the poll's scan finds it when this fails too). */
+  private announce(key: string): void {
+    this.options.pool.query("SELECT pg_notify('sb_ready', $1)", [key]).catch((err: unknown) => this.options.logger.warn({ err, sessionKey: key }, 'could not announce queued work'));
+  }
+
   private dbNow(): number {
     return Date.now() + this.clockOffset;
   }
@@ -315,11 +325,19 @@ export class PgWorkQueue implements SharedQueue {
       lock = await this.options.locks.tryAcquire(key, { sql: CLAIM_NEXT, params: [key, this.options.replicaId] });
     } catch (error) {
       this.working.delete(key);
+      if (this.unannounced.delete(key)) this.announce(key);
       this.options.logger.warn({ err: error, sessionKey: key }, 'could not try the lock of a session');
       this.fill();
       return;
     }
-    if (!lock) { this.working.delete(key); this.fill(); return; }
+    if (!lock) {
+      this.working.delete(key);
+      // Held elsewhere (running, or lingering after its last turn there): that replica must hear of the message.
+      if (this.unannounced.delete(key)) this.announce(key);
+      this.fill();
+      return;
+    }
+    this.unannounced.delete(key);
     if (lock.fresh) this.options.onClaim?.(key);
     let lost: boolean;
     let wasFull: boolean;

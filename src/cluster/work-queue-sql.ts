@@ -5,7 +5,11 @@
  * older). Claims are ordered by it.
  */
 
-/** Intake: dedupe, the session's next sequence, the row, the notification; returns the sequence and the database's time. */
+/**
+ * Intake: dedupe, the session's next sequence, the row, and (when $5) the `sb_ready` notification; returns the
+ * sequence and the database's time. A replica that runs the message itself at once does not notify the others
+ * (each would try the lock in vain); it notifies when it cannot take the lock after all.
+ */
 export const ACCEPT = `
 WITH d AS (
   INSERT INTO sb_delivery (delivery_key, outcome) VALUES ($1, 'accepted') ON CONFLICT DO NOTHING RETURNING 1
@@ -17,7 +21,7 @@ WITH d AS (
 ), i AS (
   INSERT INTO sb_inbox (session_key, seq, delivery_key, message, correlation_id) SELECT $2, next_seq, $1, $3, $4 FROM l RETURNING seq
 )
-SELECT seq, (extract(epoch FROM now()) * 1000)::float8 AS now_ms, pg_notify('sb_ready', $2) FROM i`;
+SELECT seq, (extract(epoch FROM now()) * 1000)::float8 AS now_ms, (SELECT pg_notify('sb_ready', $2) WHERE $5::boolean) AS notified FROM i`;
 
 /**
  * Sessions with queued work whose lock nobody holds, the one whose oldest message waited longest first. Sessions

@@ -103,6 +103,31 @@ describePg('fairness of the shared work queue', () => {
     }
   });
 
+  it('a replica that runs a message at once does not notify the others (they would try the lock in vain); one that cannot take the lock does', async () => {
+    const heard: string[] = [];
+    const ear = new ClusterListener({ uri: db.uri, logger: silentLogger() });
+    await ear.start();
+    ear.on('sb_ready', (key) => heard.push(key));
+    closers.push(() => ear.close());
+    const q = await queue('solo', 2);
+    const ran: string[] = [];
+    q.start(async (job) => { ran.push(job.message.id); await q.done(job, undefined); return undefined; });
+    await until(() => q['scanned'], 'the first scan');
+    await q.accept(message('x1'), 'kx', 'c');
+    await until(() => ran.length === 1, 'the message run here');
+    const other = await db.pool.connect();
+    try {
+      await other.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', ['ky']);
+      await q.accept(message('y1'), 'ky', 'c');
+      // Notifications arrive in commit order: one for kx would have come first.
+      await until(() => heard.length > 0, 'the announcement of the session locked elsewhere');
+      expect(heard).toEqual(['ky']);
+      await other.query('SELECT pg_advisory_unlock_all()');
+    } finally {
+      other.release();
+    }
+  });
+
   it('the sent mark rides on the next statement: a lock lost before it leaves the reply for the next owner to send again (counted), never a later one', async () => {
     const key = 'agent:main:telegram:direct:k9';
     const first = await queue('first');
