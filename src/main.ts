@@ -61,13 +61,14 @@ import { closePdfWorkers } from './media/document-text.ts';
 import { AgentTranscriptStores } from './sessions/agent-transcripts.ts';
 import { isClusterStore } from './cluster/pg-database.ts';
 import { openClusterMode, type ClusterMode } from './cluster/cluster-mode.ts';
-import { PgTranscriptStore } from './cluster/pg-transcript-store.ts';
+import { PgTranscriptStore, watchTranscriptChanges } from './cluster/pg-transcript-store.ts';
 import { ClusterResumes } from './cluster/cluster-resume.ts';
 import { clusterFormerKeys, clusterRekeyIfRoutingChanged } from './cluster/cluster-rekey.ts';
 import { PgGroupContext } from './cluster/pg-group-context.ts';
 import { PgLedgerSink } from './cluster/pg-ledger-sink.ts';
 import { PgChannelWatermarks } from './cluster/channel-watermarks.ts';
 import { PgChannelLeases } from './cluster/leader-lease.ts';
+import { startClusterViews, type ClusterViews } from './cluster/cluster-views.ts';
 import { withDeadline, type DeadlineTimers } from './core/deadline.ts';
 
 /** Where transcripts live: JSONL files per agent on one machine, the shared database in a cluster. */
@@ -173,16 +174,22 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   mkdirSync(config.stateDir, { recursive: true });
   let gateway!: Gateway;
   let sessions!: SessionManager;
+  let transcripts!: Transcripts;
   // Cluster mode (SPEC §13): the shared database, the session locks and the work queue come first.
   const cluster: ClusterMode | undefined = isClusterStore(config.store)
-    ? await openClusterMode(config, logger, { onLockLost: (key) => gateway.lanes.stop(key, 'lock lost'), onClaim: (key) => sessions.forget(key) })
+    ? await openClusterMode(config, logger, {
+      onLockLost: (key) => gateway.lanes.stop(key, 'lock lost'),
+      // A claimed session may have been advanced by another replica: its entry and cached transcript are re-read.
+      onClaim: (key) => { sessions.forget(key); if (transcripts instanceof PgTranscriptStore) transcripts.forgetKey(key); },
+    })
     : undefined;
   if (cluster) opened.push(() => cluster.close());
   const store = await openSessionStore(config.store, { pool: cluster?.pool });
   opened.push(() => store.close());
-  const transcripts: Transcripts = cluster
+  transcripts = cluster
     ? new PgTranscriptStore({ pool: cluster.pool, logger })
     : new AgentTranscriptStores({ stateDir: config.stateDir, agentIds: config.agents.map((a) => a.id), logger });
+  if (cluster && transcripts instanceof PgTranscriptStore) watchTranscriptChanges(transcripts, cluster.listener);
   let runtime!: AgentRuntime;
   sessions = new SessionManager({
     store, transcripts, clock, logger,
@@ -262,6 +269,9 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   opened.push(() => accounting.close());
   runtime.events.subscribe(accounting.observer);
   runtime.events.subscribe(turnLogObserver(logger));
+  // Cluster mode: what the pages and clients of this replica see covers every replica (SPEC §13).
+  const views: ClusterViews | undefined = cluster ? startClusterViews({ cluster, events: runtime.events, accounting, logger, pollMs: config.cluster.pollMs }) : undefined;
+  opened.push(() => views?.close());
   let server: ServerType | undefined;
   // Messages accepted before the last stop are replayed once their channel is connected, so replies can go out.
   const replayLater = new Map<string, typeof pending>();
@@ -302,6 +312,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     deliveries: () => gateway.deliveryFailures(),
     jobs: () => work.scheduler.list(),
     ...(cluster ? { cluster: async () => ({ replicaId: cluster.replicaId, replicas: await cluster.replicas.live() }) } : {}),
+    ...(views ? { providerFigures: () => views.providerFigures() } : {}),
   });
   registerGatewayCommands(runtime.commands, { status, usage: () => accounting.usage() });
   registerCheckedCommands(runtime.commands, { keyTotals: (key) => accounting.keyTotals(key), sessionTotals: (key, id) => accounting.sessionTotals(key, id) });
@@ -313,6 +324,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   const live = new DashboardEvents({
     events: runtime.events, status, readiness: () => readiness(ready), activeSessions: () => sessions.activeSessions(),
     pairing: () => pairingAdmin(pairing, config).list(), version: VERSION, startedAt, logger,
+    ...(views ? { remote: views.dashboard } : {}),
   });
   opened.push(() => live.close());
 
@@ -339,11 +351,15 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({
         channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())), sessionExists: async (key) => (await sessions.get(key)) !== undefined,
         authToken: config.gateway.authToken, media: mediaStore, mediaConfig: config.media, maxBodyBytes: config.gateway.maxBodyBytes,
+        ...(views ? { laterReplies: views.webchat } : {}),
       })),
       mountMediaRoutes({ media: mediaStore }),
       mountPairingRoutes(pairingAdmin(pairing, config), logger),
       mountReadyRoute(ready),
-      mountRunRoutes({ runs: () => allSessions(store, sessions), lanes: gateway.lanes, stop: (key) => runtime.stopByKey(key) }),
+      mountRunRoutes({
+        runs: () => allSessions(store, sessions), lanes: gateway.lanes, stop: (key) => runtime.stopByKey(key),
+        ...(views ? { cluster: (keys: readonly string[]) => views.runStates(keys) } : {}),
+      }),
       mountStatusRoutes({
         accounting, status, sessionEntry: (key) => sessions.get(key),
         formerKeys: ({ sessionId }: { sessionId: string }) => (cluster ? clusterFormerKeys(cluster.pool, sessionId) : formerKeysOf(transcripts.pathOf(sessionId))),
@@ -380,7 +396,10 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     settle: (key: string) => gateway.runOnLane(key, () => runtime.settleStaleRun(key)).then(() => undefined),
   };
   const resumes = cluster && options.listen !== false
-    ? new ClusterResumes({ pool: cluster.pool, store, queue: cluster.queue, gateway, logger, watchMs: Math.min(5000, 5 * config.cluster.pollMs), ...resumeOptions })
+    ? new ClusterResumes({
+      pool: cluster.pool, store, queue: cluster.queue, gateway, logger, watchMs: Math.min(5000, 5 * config.cluster.pollMs),
+      lingeringPids: () => cluster.locks.lingeringPids(), ...resumeOptions,
+    })
     : undefined;
   // Cluster mode: claim queued work once this replica's channels had their first try at connecting, so replies can go out.
   // An in-process `switchboard chat` joins no work: it has no platform channel to answer through.
@@ -410,6 +429,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       await watermarks?.flush().catch(() => undefined);
       await mcp.stop();
       live.close();
+      await views?.close();
       if (server) await closeGracefully(server);
       stopHousekeeping();
       await accounting.close();

@@ -26,24 +26,38 @@ export function resumeIdOf(entry: SessionEntry): string {
 }
 
 /**
- * Of `keys`, those no replica is working on: no queued message waiting or running (a running message is not done
- * until its turn ends) and no session lock held (an HTTP turn holds the lock without a queued message). An
- * advisory lock on a bigint shows in pg_locks as its two 32-bit halves (as the work queue's scan reads it).
+ * For each of `keys`: whether messages are queued for it (waiting or running: a running message is not done until
+ * its turn ends), and whether a replica holds its lock (an HTTP turn holds the lock without a queued message). An
+ * advisory lock on a bigint shows in pg_locks as its two 32-bit halves (as the work queue's scan reads it); the
+ * backends in `$2` (this replica's lingering locks, held by no turn) are not counted.
  */
-const ORPHANED = `
+const ACTIVITY = `
 WITH held AS (
   SELECT (classid::bigint << 32) | objid::bigint AS h FROM pg_locks
-  WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid <> ALL ($2::int[]) AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 )
-SELECT k AS session_key FROM unnest($1::text[]) AS k
-WHERE NOT EXISTS (SELECT 1 FROM sb_lane l WHERE l.session_key = k AND l.next_seq > l.done_seq)
-  AND hashtextextended(k, 0) NOT IN (SELECT h FROM held)`;
+SELECT k AS session_key,
+  EXISTS (SELECT 1 FROM sb_lane l WHERE l.session_key = k AND l.next_seq > l.done_seq) AS pending,
+  hashtextextended(k, 0) IN (SELECT h FROM held) AS locked
+FROM unnest($1::text[]) AS k`;
+
+/** What a replica may be doing with a session: messages queued for it, its lock held. */
+export interface SessionActivity {
+  pending: boolean;
+  locked: boolean;
+}
+
+/** {@link SessionActivity} of each of `keys`; locks held by the backends `ignorePids` are not counted. */
+export async function sessionActivity(pool: Pick<pg.Pool, 'query'>, keys: readonly string[], ignorePids: readonly number[] = []): Promise<Map<string, SessionActivity>> {
+  if (!keys.length) return new Map();
+  const { rows } = await pool.query<{ session_key: string; pending: boolean; locked: boolean }>(ACTIVITY, [keys, ignorePids]);
+  return new Map(rows.map((r) => [r.session_key, { pending: r.pending, locked: r.locked }]));
+}
 
 /** Of `keys`, the sessions no replica works on: nothing queued for them and nobody holding their lock. */
-export async function orphanedSessions(pool: Pick<pg.Pool, 'query'>, keys: readonly string[]): Promise<Set<string>> {
-  if (!keys.length) return new Set();
-  const { rows } = await pool.query<{ session_key: string }>(ORPHANED, [keys]);
-  return new Set(rows.map((r) => r.session_key));
+export async function orphanedSessions(pool: Pick<pg.Pool, 'query'>, keys: readonly string[], ignorePids: readonly number[] = []): Promise<Set<string>> {
+  const activity = await sessionActivity(pool, keys, ignorePids);
+  return new Set([...activity].filter(([, a]) => !a.pending && !a.locked).map(([k]) => k));
 }
 
 /** What {@link ClusterResumes} needs of the gateway. */
@@ -64,6 +78,10 @@ export interface ClusterResumesOptions {
   settle(key: string): Promise<void>;
   /** How often the live replicas are looked at (a replica that left may have left runs behind). */
   watchMs: number;
+  /** This replica's idle connections keeping a lingering lock (no turn of theirs runs): not counted as held. */
+  lingeringPids?: () => number[];
+  /** A run found under a lock (maybe lingering, maybe a dying turn's) is looked at again after this long, up to 3 times (default 2 s). */
+  recheckMs?: number;
   /** A replica is live while its `seen_at` is this recent (three heartbeats of the replica registry). */
   liveWindowMs?: number;
   staggerMs?: number;
@@ -92,6 +110,7 @@ export class ClusterResumes {
   private live: Set<string> | undefined;
   private scanning: Promise<ResumeScan> | undefined;
   private rescan = false;
+  private rechecks = 0;
   private closed = false;
 
   constructor(private readonly options: ClusterResumesOptions) {}
@@ -157,7 +176,9 @@ export class ClusterResumes {
       else if (entry.runState === 'running') stale.push(entry);
     }
     if (!found.length && !stale.length) return { queued: 0, settled: 0 };
-    const orphaned = await this.orphaned([...found, ...stale].map((e) => e.key));
+    const activity = await sessionActivity(this.options.pool, [...found, ...stale].map((e) => e.key), this.options.lingeringPids?.() ?? []);
+    const orphaned = new Set([...activity].filter(([, a]) => !a.pending && !a.locked).map(([k]) => k));
+    this.recheckLocked([...activity.values()].some((a) => a.locked && !a.pending));
     const toSettle = stale.filter((e) => orphaned.has(e.key));
     for (const { key } of toSettle) {
       void this.options.settle(key).catch((err: unknown) => this.options.logger.warn({ err, sessionKey: key }, 'could not settle a run left running'));
@@ -194,8 +215,14 @@ export class ClusterResumes {
     }
   }
 
-  private orphaned(keys: string[]): Promise<Set<string>> {
-    return orphanedSessions(this.options.pool, keys);
+  /** A lock with nothing queued is an HTTP turn, or one about to be given back (lingering): look again a little later. */
+  private recheckLocked(locked: boolean): void {
+    if (!locked) { this.rechecks = 0; return; }
+    if (this.closed || this.rechecks >= 3) return;
+    this.rechecks++;
+    const t = setTimeout(() => { this.timers.delete(t); void this.scan(); }, this.options.recheckMs ?? 2000);
+    t.unref();
+    this.timers.add(t);
   }
 
   /** A replica that was live and is not any more may have left runs behind: scan. */
