@@ -69,6 +69,7 @@ import { PgLedgerSink } from './cluster/pg-ledger-sink.ts';
 import { PgChannelWatermarks } from './cluster/channel-watermarks.ts';
 import { PgChannelLeases } from './cluster/leader-lease.ts';
 import { startClusterViews, type ClusterViews } from './cluster/cluster-views.ts';
+import { PgRateBuckets } from './cluster/pg-rate-buckets.ts';
 import { withDeadline, type DeadlineTimers } from './core/deadline.ts';
 
 /** Where transcripts live: JSONL files per agent on one machine, the shared database in a cluster. */
@@ -195,6 +196,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     store, transcripts, clock, logger,
     maxActiveSessions: config.session.maxActiveSessions,
     expiresAt: (entry) => expiresAt(runtime.resetPolicyOf(entry), entry.updatedAt),
+    readThrough: Boolean(cluster),
   });
   const providers = createProviders(config);
   const failovers = new FailoverTracker(() => models.cooldowns.snapshot());
@@ -224,7 +226,9 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   const pending = inbox?.open() ?? [];
   const pairing = openPairingStore(config.store, { clock, pool: cluster?.pool });
   opened.push(() => pairing.close());
-  gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, mediaStore, typingTimers: options.typingTimers, queueTimers: options.queueTimers, ...(cluster ? {
+  // Cluster mode: a sender's rate-limit bucket is shared by the replicas (one statement per limited message).
+  const rateBuckets = cluster ? new PgRateBuckets({ pool: cluster.pool, logger }) : undefined;
+  gateway = new Gateway({ config, runtime, clock, logger, inbox, pairing, mediaStore, rateBuckets, typingTimers: options.typingTimers, queueTimers: options.queueTimers, ...(cluster ? {
     queue: cluster.queue, onStop: (key: string) => cluster.broadcastStop(key),
     sharedGroupContext: new PgGroupContext({ pool: cluster.pool, limit: config.session.groupContextLimit }),
   } : {}) });
@@ -262,7 +266,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
       repliesFailed: () => gateway.deliveryFailures().byChannel,
       jobRuns: () => work.scheduler.runCounts,
       failovers: () => ({ counts: failovers.counts(), coolingDown: failovers.coolingDown() }),
-      ...(cluster ? { cluster: () => cluster.queue.stats } : {}),
+      ...(cluster ? { cluster: () => ({ ...cluster.queue.stats, channelLeaseLosses: channelLeases?.losses ?? 0 }) } : {}),
     },
   });
   await accounting.open();
@@ -339,7 +343,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     channelRoutes: adapters.flatMap((a) => a.routes?.() ?? []),
     mounts: [
       // First, so that no other route takes /hooks/* before its own token is checked.
-      mountHookRoutes({ token: config.hooks.token, sink: gateway.sink, jobs: work.scheduler, config, clock, logger, onRefusal: (e) => runtime.events.emit('onRefusal', e) }),
+      mountHookRoutes({ token: config.hooks.token, sink: gateway.sink, jobs: work.scheduler, config, clock, logger, rateBuckets, onRefusal: (e) => runtime.events.emit('onRefusal', e) }),
       mountJobRoutes({ jobs: work.scheduler }),
       mountAdminRoutes({ store, sessions, transcripts, resetSession: (key) => gateway.runOnLane(key, () => runtime.resetByKey(key, 'admin')),
         compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)), budgetOf: (entry) => runtime.agentFor(entry.agentId).tokenBudget }),

@@ -45,6 +45,11 @@ export interface SessionManagerOptions {
   /** Retry schedule of entry writes. */
   retry?: { retries: number; minTimeout: number; maxTimeout: number };
   onEvict?: (entry: SessionEntry) => void;
+  /**
+   * Cluster mode: other replicas advance sessions too, so {@link SessionManager.get} reads an entry that is not
+   * held here (and has no write of this process pending) from the store, not from the cache.
+   */
+  readThrough?: boolean;
 }
 
 /** A saved entry frozen until it is written: the store's serialized text, or a deep copy. */
@@ -129,9 +134,11 @@ export class SessionManager {
     return session;
   }
 
-  /** Reads an entry: the live one if active, else the stored one. */
+  /** Reads an entry: the live one if active (in read-through mode only while held or being written), else the stored one. */
   async get(key: string): Promise<SessionEntry | undefined> {
-    return this.active.get(key)?.entry ?? (await this.options.store.get(key));
+    const cached = this.active.get(key);
+    if (cached && (!this.options.readThrough || cached.holds > 0 || this.writes.has(key))) return cached.entry;
+    return (await this.options.store.get(key)) ?? cached?.entry;
   }
 
   /** Persists an entry; retries with backoff; writes of one key stay in order. */

@@ -53,5 +53,10 @@ describePg('cluster mode: history read on a replica that no longer runs the sess
     expect(stored.rows[0]!.n).toBe(8);
     expect(await userMessages(b.gw, key)).toEqual(all);
     expect(await userMessages(a.gw, key)).toEqual(all);
+    // B resets the session: A's cached entry still names the old session id, but A reads the stored one.
+    await b.channel.inject('/new after reset', { peerId: '7', chatId: '7', id: 'h-9' });
+    await until(() => replies() >= 9, 'the reset\'s reply');
+    expect(await userMessages(b.gw, key)).toEqual(['after reset']);
+    expect(await userMessages(a.gw, key)).toEqual(['after reset']);
   }, 30_000);
 });
