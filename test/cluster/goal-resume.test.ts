@@ -140,7 +140,7 @@ describePg('cluster mode: goal runs a replica left behind are resumed once (SPEC
     expect(openai.requests.map(rounds).sort()).toEqual([0, 1, 2, 3]);
     expect(log.filter((l) => l.text === FINAL)).toHaveLength(1);
     expect(await resumeEntries()).toBe(1);
-    const resumes = await db.pool.query(`SELECT 1 FROM sb_inbox WHERE message->>'id' LIKE 'resume:%'`);
+    const resumes = await db.pool.query(`SELECT 1 FROM sb_inbox WHERE message->'internal'->>'kind' = 'background_auto_resume'`);
     expect(resumes.rowCount).toBe(1);
   }, 30_000);
 
