@@ -115,8 +115,9 @@ export class BatchRunner {
     const max = this.deps.config.agentDefaults.maxIterationsPerBatch;
     const previous = entry.checkpoint;
     const checkpoint: RunCheckpoint = ongoingGoal(previous, entry, background, input.priorRunState)
-      // A start-up resume goes on with the batch a crash cut short; anything else is the goal's next batch.
-      ? { ...previous, batch: kind === 'background_auto_resume' ? Math.max(1, previous.batch) : previous.batch + 1, iteration: 0, correlationId }
+      // A start-up resume, or the same delivery run again after a crash or a takeover, goes on with the batch it cut
+      // short (it does not count against maxBatchesPerGoal twice); anything else is the goal's next batch.
+      ? { ...previous, batch: kind === 'background_auto_resume' || (input.replayed && previous?.correlationId === correlationId) ? Math.max(1, previous.batch) : previous.batch + 1, iteration: 0, correlationId }
       : { goal: entry.goal, batch: 1, iteration: 0, correlationId, toolCalls: 0, tokens: 0, startedAt: this.deps.clock.now() };
     entry.checkpoint = checkpoint;
     entry.runState = 'running';

@@ -121,6 +121,8 @@ describePg('cluster mode: goal runs a replica left behind are resumed once (SPEC
     expect(log.filter((l) => l.text === FINAL)).toHaveLength(1);
     expect(await resumeEntries()).toBe(0);
     expect(openai.requests.filter((r) => lastUser(r).startsWith('[background_auto_resume]'))).toEqual([]);
+    // The batch run again is the same batch: two batches in all, not a third one counted against the goal.
+    expect((await entry()).checkpoint?.batch).toBe(2);
   }, 30_000);
 
   it('two replicas starting together with a run left behind resume it once', async () => {
