@@ -20,7 +20,7 @@ const LAYERS = [
   ['accounting', '^src/accounting/'],
   ['gateway', '^src/gateway/'],
   ['cluster', '^src/cluster/'],
-  ['wiring', '^src/(http/|cli/|cli\\.ts$|main\\.ts$|stores\\.ts$|housekeeping\\.ts$|scheduled-work\\.ts$)'],
+  ['wiring', '^src/(http/|cli/|cli\\.ts$|main\\.ts$|stores\\.ts$|housekeeping\\.ts$|scheduled-work\\.ts$|http-app-wiring\\.ts$)'],
 ];
 
 const layerRules = LAYERS.slice(0, -1).map(([name, path], i) => ({

@@ -3,7 +3,6 @@ import path from 'node:path';
 import type { ServerType } from '@hono/node-server';
 import { closeGracefully, listen } from './http/serve.ts';
 import { createChannelAdapters } from '../channels/index.ts';
-import { isWebchatChannel, webchatMessage } from '../channels/webchat/index.ts';
 import { Accounting } from './accounting/accounting.ts';
 import { buildStatusReport, type StatusReport } from './accounting/status-report.ts';
 import { registerGatewayCommands } from './agent/commands/builtin-commands.ts';
@@ -23,28 +22,18 @@ import { Gateway } from './gateway/gateway.ts';
 import type { QueueTimers } from './gateway/queue-mode.ts';
 import { Inbox } from './gateway/inbox.ts';
 import type { TypingTimers } from './gateway/typing-loop.ts';
-import { mountAdminRoutes } from './http/admin-routes.ts';
-import { mountCliRoutes } from './http/cli-routes.ts';
-import { mountWebchatRoutes } from './http/webchat-routes.ts';
-import { mountMediaRoutes } from './http/media-routes.ts';
-import { mountHookRoutes, withHookAuthExemption } from './http/hook-routes.ts';
-import { mountJobRoutes } from './http/job-routes.ts';
-import { mediaBodyLimits } from './http/media-upload.ts';
-import { mountPairingRoutes } from './http/pairing-routes.ts';
-import { mountRunRoutes } from './http/run-routes.ts';
 import { resumeInterruptedRuns } from './gateway/resume.ts';
 import { formerKeysOf, rekeyIfRoutingChanged, type RekeyDeps } from './gateway/rekey.ts';
 import { createToolRegistry } from './tools/index.ts';
 import { McpHub } from './tools/mcp/mcp-hub.ts';
 import type { TimeoutHandle } from './tools/timeout.ts';
 import { allSessions } from './sessions/scan.ts';
-import { createHttpApp, type HttpApp } from './http/app.ts';
-import { mountDashboard } from './http/dashboard.ts';
+import type { HttpApp } from './http/app.ts';
+import { isWebchatChannel, webchatMessage } from '../channels/webchat/index.ts';
+import { buildHttpApp } from './http-app-wiring.ts';
 import { createDashboardAuth } from './http/dashboard-auth.ts';
 import { DashboardEvents } from './http/dashboard-events.ts';
-import { mountOpenAIRoutes } from './http/openai-routes.ts';
-import { mountReadyRoute, readiness, type ReadinessSources } from './http/ready-route.ts';
-import { mountStatusRoutes } from './http/status-routes.ts';
+import { readiness, type ReadinessSources } from './http/ready-route.ts';
 import { createProviders } from './providers/registry.ts';
 import { ModelChains } from './providers/model-chains.ts';
 import { FailoverTracker } from './accounting/failover-tracker.ts';
@@ -332,44 +321,11 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   });
   opened.push(() => live.close());
 
-  const app = createHttpApp({
-    authToken: config.gateway.authToken,
-    maxBodyBytes: config.gateway.maxBodyBytes,
-    bodyLimits: mediaBodyLimits(config.gateway.maxBodyBytes, config.media),
-    host: config.gateway.host,
-    allowedHosts: config.gateway.allowedHosts,
-    browserAuth: withHookAuthExemption(config.hooks.token, (c) => dashboardAuth.verdict(c)),
-    logger,
-    channelRoutes: adapters.flatMap((a) => a.routes?.() ?? []),
-    mounts: [
-      // First, so that no other route takes /hooks/* before its own token is checked.
-      mountHookRoutes({ token: config.hooks.token, sink: gateway.sink, jobs: work.scheduler, config, clock, logger, rateBuckets, onRefusal: (e) => runtime.events.emit('onRefusal', e) }),
-      mountJobRoutes({ jobs: work.scheduler }),
-      mountAdminRoutes({ store, sessions, transcripts, resetSession: (key) => gateway.runOnLane(key, () => runtime.resetByKey(key, 'admin')),
-        compactSession: (key) => gateway.runOnLane(key, (signal) => runtime.compactByKey(key, signal)), budgetOf: (entry) => runtime.agentFor(entry.agentId).tokenBudget }),
-      mountOpenAIRoutes({
-        config, sink: gateway.sink, events: runtime.events, clock, logger, startedAt, isClosing: () => gateway.isClosing,
-        flushLedger: () => accounting.flush(), authToken: config.gateway.authToken, media: mediaStore, mediaConfig: config.media, maxBodyBytes: config.gateway.maxBodyBytes,
-      }),
-      mountCliRoutes({ sink: gateway.sink, clock }),
-      ...adapters.filter(isWebchatChannel).map((channel) => mountWebchatRoutes({
-        channel, sessionKeyFor: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())), sessionExists: async (key) => (await sessions.get(key)) !== undefined,
-        authToken: config.gateway.authToken, media: mediaStore, mediaConfig: config.media, maxBodyBytes: config.gateway.maxBodyBytes,
-        ...(views ? { laterReplies: views.webchat } : {}),
-      })),
-      mountMediaRoutes({ media: mediaStore }),
-      mountPairingRoutes(pairingAdmin(pairing, config), logger),
-      mountReadyRoute(ready),
-      mountRunRoutes({
-        runs: () => allSessions(store, sessions), lanes: gateway.lanes, stop: (key) => runtime.stopByKey(key),
-        ...(views ? { cluster: (keys: readonly string[]) => views.runStates(keys) } : {}),
-      }),
-      mountStatusRoutes({
-        accounting, status, sessionEntry: (key) => sessions.get(key),
-        formerKeys: ({ sessionId }: { sessionId: string }) => (cluster ? clusterFormerKeys(cluster.pool, sessionId) : formerKeysOf(transcripts.pathOf(sessionId))),
-      }),
-      mountDashboard({ auth: dashboardAuth, live }),
-    ],
+  const app = buildHttpApp({
+    config, clock, logger, startedAt, adapters, gateway, runtime, scheduler: work.scheduler, store, sessions, transcripts, accounting, mediaStore,
+    pairing, rateBuckets, views, status, ready, dashboardAuth, live,
+    webchats: adapters.filter(isWebchatChannel), webchatKeyOf: (user) => gateway.sessionKeyOf(webchatMessage(user, '', clock.now())),
+    formerKeys: ({ sessionId }) => (cluster ? clusterFormerKeys(cluster.pool, sessionId) : formerKeysOf(transcripts.pathOf(sessionId))),
   });
 
   let port: number | undefined;
