@@ -5,6 +5,8 @@
  */
 export class ClaimOrder {
   private readonly waiting = new Map<string, number>();
+  /** Sessions known only from another replica's notification (that replica, or a third, may run them first). */
+  private readonly foreign = new Set<string>();
 
   constructor(private readonly limit = 10_000) {}
 
@@ -13,15 +15,25 @@ export class ClaimOrder {
   }
 
   /** Records `key` as waiting since `since` (an earlier time it is already known with is kept). */
-  add(key: string, since: number): void {
+  add(key: string, since: number, foreign = false): void {
     const known = this.waiting.get(key);
-    if (known !== undefined && known <= since) return;
     if (known === undefined && this.waiting.size >= this.limit) return; // the poll's scan finds the rest
-    this.waiting.set(key, since);
+    if (!foreign) this.foreign.delete(key);
+    else if (known === undefined) this.foreign.add(key);
+    if (known === undefined || since < known) this.waiting.set(key, since);
   }
 
   delete(key: string): void {
     this.waiting.delete(key);
+    this.foreign.delete(key);
+  }
+
+  /**
+   * Forgets `key` if it is known only from another replica's notification: a message of it was just done
+   * elsewhere, so the replica that ran it goes on with its queue (this one would most likely find nothing).
+   */
+  dropForeign(key: string): void {
+    if (this.foreign.has(key)) this.delete(key);
   }
 
   /** True when some session waits since before `since`. */
@@ -35,7 +47,7 @@ export class ClaimOrder {
     let best: string | undefined;
     let bestAt = Infinity;
     for (const [key, at] of this.waiting) if (at < bestAt) { best = key; bestAt = at; }
-    if (best !== undefined) this.waiting.delete(best);
+    if (best !== undefined) this.delete(best);
     return best;
   }
 }

@@ -95,6 +95,8 @@ export class PgWorkQueue implements SharedQueue {
     options.listener?.on('sb_done', (payload) => {
       const { key, seq } = JSON.parse(payload) as { key: string; seq: number };
       this.lastDoneNotice = Date.now();
+      // Under load every replica hears of every message: the ones that did not run it need not try it too.
+      if (!this.working.has(key)) this.order.dropForeign(key);
       // A job this replica runs settles its waiter itself when its done mark returns (the notice can come first).
       if (this.waiters.has(`${key}\u0000${seq}`) && !this.working.has(key)) void this.fetchResults([[key, seq]]);
     });
@@ -189,7 +191,7 @@ export class PgWorkQueue implements SharedQueue {
   start(run: (job: QueuedJob) => Promise<TurnResult | undefined>): void {
     this.run = run;
     const { listener } = this.options;
-    listener.on('sb_ready', (key) => this.claim(key, this.dbNow()));
+    listener.on('sb_ready', (key) => this.claim(key, this.dbNow(), true));
     const poll = () => {
       void this.scan();
       if (!this.closed) this.pollTimer = setTimeout(poll, this.options.pollMs).unref();
@@ -294,7 +296,7 @@ export class PgWorkQueue implements SharedQueue {
   }
 
   /** `key` has queued work since `since` (database time): it runs when a slot is free and no older session waits. */
-  private claim(key: string, since: number): void {
+  private claim(key: string, since: number, foreign = false): void {
     if (this.closed || !this.run) return;
     const busy = this.working.get(key);
     if (busy) {
@@ -302,7 +304,7 @@ export class PgWorkQueue implements SharedQueue {
       busy.againAt = Date.now();
       return;
     }
-    this.order.add(key, since);
+    this.order.add(key, since, foreign);
     this.fill();
   }
 
