@@ -97,7 +97,9 @@ export interface SessionLocksOptions {
   /** Called when a held lock is lost with its connection (the session's running turn must stop). */
   onLost?: (key: string) => void;
   /**
-   * How long a lock stays with its idle connection after its last hold ended (default 1000 ms). Taken again here
+   * How long a lock stays with its idle connection after its last hold ended (default 0, given back at once: with
+   * 1000 the database-cut test of cluster-faults committed a user entry twice in 3 of 12 runs, 0 of 4 without; cause
+   * not found yet). Taken again here
    * meanwhile it costs no statement (and the session's cached state stays valid); otherwise it is given back by the
    * connection's next statement (one statement for both) or when the time is up.
    */
@@ -129,7 +131,7 @@ export class SessionLocks {
   }
 
   private get lingerMs(): number {
-    return this.options.lingerMs ?? 1000;
+    return this.options.lingerMs ?? 0;
   }
 
   /** The backend pids of this replica's idle connections that keep a lingering lock (the queue's scan counts those sessions free). */
@@ -165,8 +167,9 @@ export class SessionLocks {
     const kept = this.lingering.get(key);
     if (kept) {
       this.unlinger(kept);
-      // Nobody else could take it meanwhile: not fresh, no statement.
-      if (kept.alive) return this.take(key, kept, false);
+      // No statement. Counted as fresh all the same (cached state of the session is read again): with lingering
+      // reuse trusted, the database-cut test committed a user entry twice in 2 of 7 runs (cause not pinned down).
+      if (kept.alive) return this.take(key, kept, true);
     }
     const conn = await this.connection();
     const release = conn.lingering;
@@ -271,7 +274,14 @@ export class SessionLocks {
         conn.onLost = undefined;
         conn.key = '';
         if (!conn.alive || this.closed || this.lingerMs <= 0) {
-          if (conn.alive) await conn.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]).catch(() => undefined);
+          // A connection that does not answer the unlock within a second is ended (its lock goes with it).
+          if (conn.alive) {
+            const answered = await Promise.race([
+              conn.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]).then(() => true, () => false),
+              new Promise<false>((resolve) => { setTimeout(() => resolve(false), 1000).unref(); }),
+            ]);
+            if (!answered) conn.markLost();
+          }
           this.giveBack(conn);
           return;
         }
