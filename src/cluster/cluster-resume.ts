@@ -80,7 +80,7 @@ export interface ClusterResumesOptions {
   watchMs: number;
   /** This replica's idle connections keeping a lingering lock (no turn of theirs runs): not counted as held. */
   lingeringPids?: () => number[];
-  /** A run found under a lock (maybe lingering, maybe a dying turn's) is looked at again after this long, up to 3 times (default 2 s). */
+  /** A run found under a lock (maybe lingering, maybe a dying turn's) is looked at again after this long, doubling, up to 8 times (default 2 s). */
   recheckMs?: number;
   /** A replica is live while its `seen_at` is this recent (three heartbeats of the replica registry). */
   liveWindowMs?: number;
@@ -215,12 +215,17 @@ export class ClusterResumes {
     }
   }
 
-  /** A lock with nothing queued is an HTTP turn, or one about to be given back (lingering): look again a little later. */
+  /**
+   * A lock with nothing queued is an HTTP turn, or a stopping replica's turn whose entry is not written yet: look
+   * again later, backing off (recheckMs doubling, at most 30 s apart, up to 8 times), so a slow stop on a loaded
+   * machine is still seen once its lock is gone.
+   */
   private recheckLocked(locked: boolean): void {
     if (!locked) { this.rechecks = 0; return; }
-    if (this.closed || this.rechecks >= 3) return;
+    if (this.closed || this.rechecks >= 8) return;
+    const delay = Math.min(30_000, (this.options.recheckMs ?? 2000) * 2 ** this.rechecks);
     this.rechecks++;
-    const t = setTimeout(() => { this.timers.delete(t); void this.scan(); }, this.options.recheckMs ?? 2000);
+    const t = setTimeout(() => { this.timers.delete(t); void this.scan(); }, delay);
     t.unref();
     this.timers.add(t);
   }
