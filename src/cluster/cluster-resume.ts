@@ -118,6 +118,8 @@ export class ClusterResumes {
   /** Scans now, then watches the replicas: when one leaves, scans again. */
   start(): void {
     void this.scan();
+    // The replicas live now, so that one leaving before the first tick is seen leaving.
+    void this.watch();
     const watch = () => {
       void this.watch().finally(() => {
         if (!this.closed) this.timer = setTimeout(watch, this.options.watchMs).unref();
