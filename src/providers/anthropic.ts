@@ -1,4 +1,5 @@
 import Anthropic from '@anthropic-ai/sdk';
+import { AttemptCounter } from './attempt-counter.ts';
 import type {
   Message, MessageCreateParamsNonStreaming, MessageCreateParamsStreaming, RawMessageStreamEvent, Tool,
 } from '@anthropic-ai/sdk/resources/messages';
@@ -50,8 +51,8 @@ export class AnthropicProvider implements Provider {
   readonly maxTokens: number;
   private readonly client: Anthropic;
   private readonly options: AnthropicProviderOptions;
-  /** Attempts seen per correlation id, counted at the fetch layer so the client's own retries are visible. */
-  private readonly attempts = new Map<string, number>();
+  /** Attempts per correlation id, counted at the fetch layer so the client's own retries are visible. */
+  private readonly attempts: AttemptCounter;
   /** The request's `tools` of each schema list (the runtime keeps a list as the same array until it changes). */
   private readonly wrappedTools = new WeakMap<readonly ToolSchema[], Tool[]>();
 
@@ -61,20 +62,14 @@ export class AnthropicProvider implements Provider {
     this.model = options.model;
     this.contextWindow = options.contextWindow;
     this.maxTokens = options.maxTokens;
-    const header = options.correlationHeader.toLowerCase();
-    const countingFetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-      const headers = init?.headers;
-      const id = headers instanceof Headers ? headers.get(header) : new Headers(headers).get(header);
-      if (id) this.attempts.set(id, (this.attempts.get(id) ?? 0) + 1);
-      return fetch(input, init);
-    };
+    this.attempts = new AttemptCounter(options.correlationHeader);
     this.client = new Anthropic({
       // A key passed in code keeps the SDK from looking for credentials elsewhere (environment, profiles on disk).
       apiKey: options.apiKey || 'not-needed',
       baseURL: options.baseUrl || undefined,
       maxRetries: options.maxRetries,
       timeout: options.timeoutMs,
-      fetch: countingFetch,
+      fetch: this.attempts.fetch,
     });
   }
 
@@ -92,21 +87,21 @@ export class AnthropicProvider implements Provider {
       headers: { [this.options.correlationHeader]: request.correlationId },
       ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
     };
-    this.attempts.delete(request.correlationId);
+    this.attempts.forget(request.correlationId);
     try {
       const response = options.onDelta
         ? await this.streamed({ ...params, stream: true }, requestOptions, options.onDelta)
         : await this.plain({ ...params, stream: false }, requestOptions);
-      response.retries = this.retriesOf(request.correlationId);
+      response.retries = this.attempts.retriesOf(request.correlationId);
       return response;
     } catch (error) {
       const mapped = options.signal?.aborted && !(error instanceof ProviderError)
         ? new ProviderError('PROVIDER_ABORTED', 'The call was aborted.', { cause: error })
         : mapAnthropicError(error, this.id, this.options.apiKey);
-      (mapped as { retries?: number }).retries = this.retriesOf(request.correlationId);
+      (mapped as { retries?: number }).retries = this.attempts.retriesOf(request.correlationId);
       throw mapped;
     } finally {
-      this.attempts.delete(request.correlationId);
+      this.attempts.forget(request.correlationId);
     }
   }
 
@@ -129,9 +124,6 @@ export class AnthropicProvider implements Provider {
     return wrapped;
   }
 
-  private retriesOf(correlationId: string): number {
-    return Math.max(0, (this.attempts.get(correlationId) ?? 1) - 1);
-  }
 
   // `retries` is filled in by complete().
   private async plain(params: MessageCreateParamsNonStreaming, requestOptions: object): Promise<ProviderResponse> {

@@ -1,4 +1,5 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, toFile } from 'openai';
+import { AttemptCounter } from './attempt-counter.ts';
 import type {
   ChatCompletionChunk, ChatCompletionCreateParams, ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParamsStreaming, ChatCompletionTool,
 } from 'openai/resources/chat/completions';
@@ -36,8 +37,8 @@ export class OpenAIProvider implements Provider {
   readonly maxTokens: number;
   private readonly client: OpenAI;
   private readonly options: OpenAIProviderOptions;
-  /** Attempts seen per correlation id, counted at the fetch layer so the client's own retries are visible. */
-  private readonly attempts = new Map<string, number>();
+  /** Attempts per correlation id, counted at the fetch layer so the client's own retries are visible. */
+  private readonly attempts: AttemptCounter;
   /** Calls that got each caller's signal as it is (see {@link callSignal}). */
   private readonly directCalls = new WeakMap<AbortSignal, number>();
   /** The request's `tools` of each schema list (the runtime keeps a list as the same array until it changes). */
@@ -49,19 +50,13 @@ export class OpenAIProvider implements Provider {
     this.model = options.model;
     this.contextWindow = options.contextWindow;
     this.maxTokens = options.maxTokens;
-    const header = options.correlationHeader.toLowerCase();
-    const countingFetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-      const headers = init?.headers;
-      const id = headers instanceof Headers ? headers.get(header) : new Headers(headers).get(header);
-      if (id) this.attempts.set(id, (this.attempts.get(id) ?? 0) + 1);
-      return fetch(input, init);
-    };
+    this.attempts = new AttemptCounter(options.correlationHeader);
     this.client = new OpenAI({
       apiKey: options.apiKey || 'not-needed',
       baseURL: options.baseUrl || undefined,
       maxRetries: options.maxRetries,
       timeout: options.timeoutMs,
-      fetch: countingFetch,
+      fetch: this.attempts.fetch,
     });
   }
 
@@ -78,19 +73,19 @@ export class OpenAIProvider implements Provider {
       signal, headers: { [this.options.correlationHeader]: request.correlationId },
       ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
     };
-    this.attempts.delete(request.correlationId);
+    this.attempts.forget(request.correlationId);
     try {
       const response = options.onDelta
         ? await this.streamed(params, requestOptions, options.onDelta)
         : await this.plain(params, requestOptions);
-      response.retries = this.retriesOf(request.correlationId);
+      response.retries = this.attempts.retriesOf(request.correlationId);
       return response;
     } catch (error) {
       const mapped = mapError(error, this.id);
-      (mapped as { retries?: number }).retries = this.retriesOf(request.correlationId);
+      (mapped as { retries?: number }).retries = this.attempts.retriesOf(request.correlationId);
       throw mapped;
     } finally {
-      this.attempts.delete(request.correlationId);
+      this.attempts.forget(request.correlationId);
     }
   }
 
@@ -112,7 +107,7 @@ export class OpenAIProvider implements Provider {
     } catch (error) {
       throw mapError(error, this.id);
     } finally {
-      if (correlationId) this.attempts.delete(correlationId);
+      if (correlationId) this.attempts.forget(correlationId);
     }
   }
 
@@ -150,9 +145,6 @@ export class OpenAIProvider implements Provider {
     return wrapped;
   }
 
-  private retriesOf(correlationId: string): number {
-    return Math.max(0, (this.attempts.get(correlationId) ?? 1) - 1);
-  }
 
   // The request body gets `stream` (and `stream_options`) added in place, last as before: `{ ...params, stream }`
   // costs microseconds on Node 20 (see scopedEvent in agent/turn-events.ts). `retries` is filled in by complete().
