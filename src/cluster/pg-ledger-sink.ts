@@ -24,104 +24,60 @@ export interface PgLedgerSinkOptions {
   retryMs?: number;
 }
 
-/** Token sums of a group of records. */
-interface Sums { calls: number; estimated: number; input: number; output: number; cacheRead: number; cacheWrite: number; firstAt: string }
-
-/** Groups records by `idOf` (skipping those it gives undefined), summed, in one order for every writer. */
-function groupsOf<G extends object>(records: readonly LedgerRecord[], idOf: (r: LedgerRecord) => string | undefined, fields: (r: LedgerRecord) => G): (G & Sums)[] {
-  const groups = new Map<string, G & Sums>();
-  for (const r of records) {
-    const id = idOf(r);
-    if (id === undefined) continue;
-    let g = groups.get(id);
-    if (!g) {
-      g = { ...fields(r), calls: 0, estimated: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, firstAt: r.timestamp };
-      groups.set(id, g);
-    }
-    g.calls++;
-    if (r.isEstimated) g.estimated++;
-    g.input += r.inputTokens;
-    g.output += r.outputTokens;
-    g.cacheRead += r.cacheReadTokens;
-    g.cacheWrite += r.cacheWriteTokens;
-    if (Date.parse(r.timestamp) < Date.parse(g.firstAt)) g.firstAt = r.timestamp;
-  }
-  // One order for every writer, so two replicas' batches never lock the same sums in opposite orders.
-  return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => g);
-}
-
-/** The sums per provider, model, kind and channel (`sb_ledger_total`). */
-const totalGroups = (records: readonly LedgerRecord[]) => groupsOf(records,
-  (r) => JSON.stringify([r.providerId, r.modelId, r.kind, r.channel]),
-  (r) => ({ keys: [r.providerId, r.modelId, r.kind, r.channel] }));
-
-/**
- * The sums of scheduled work (`sb_ledger_run_total`), filed as the one-machine totals file them: a record with a
- * `jobId` under its job, else one of a heartbeat run under the heartbeat.
- */
-const runGroups = (records: readonly LedgerRecord[]) => groupsOf(records,
-  (r) => (r.jobId ? JSON.stringify(['job', r.jobId]) : r.run === 'heartbeat' ? JSON.stringify(['heartbeat', '']) : undefined),
-  (r) => ({ keys: r.jobId ? ['job', r.jobId] : ['heartbeat', ''] }));
-
 const SUM_COLUMNS = `calls = t.calls + excluded.calls, estimated_calls = t.estimated_calls + excluded.estimated_calls,
   input_tokens = t.input_tokens + excluded.input_tokens, output_tokens = t.output_tokens + excluded.output_tokens,
   cache_read_tokens = t.cache_read_tokens + excluded.cache_read_tokens, cache_write_tokens = t.cache_write_tokens + excluded.cache_write_tokens,
   first_at = least(t.first_at, excluded.first_at)`;
 
-/** Adds to the sums (`table`, keyed by `keyCount` text columns) from parameters `$from`…: the keys, then the sums. */
-function upsertSums(table: string, conflict: string, keyCount: number, from: number): string {
-  const keys = Array.from({ length: keyCount }, (_, i) => `$${from + i}::text[]`);
-  const sums = Array.from({ length: 6 }, (_, i) => `$${from + keyCount + i}::bigint[]`);
-  return `INSERT INTO ${table} AS t SELECT * FROM unnest(${[...keys, ...sums, `$${from + keyCount + 6}::timestamptz[]`].join(', ')})
-    ON CONFLICT (${conflict}) DO UPDATE SET ${SUM_COLUMNS}`;
-}
-
-/** The parameters of {@link upsertSums} for some groups. */
-function sumParams(groups: readonly (Sums & { keys: string[] })[], keyCount: number): unknown[] {
-  return [
-    ...Array.from({ length: keyCount }, (_, i) => groups.map((g) => g.keys[i])),
-    groups.map((g) => g.calls), groups.map((g) => g.estimated), groups.map((g) => g.input), groups.map((g) => g.output),
-    groups.map((g) => g.cacheRead), groups.map((g) => g.cacheWrite), groups.map((g) => g.firstAt),
-  ];
-}
+/** The sums of some ledger rows' records, then their first time (the columns after the keys of the sums tables). */
+const ROW_SUMS = `count(*), count(*) FILTER (WHERE (record->>'isEstimated')::boolean),
+  coalesce(sum((record->>'inputTokens')::bigint), 0), coalesce(sum((record->>'outputTokens')::bigint), 0),
+  coalesce(sum((record->>'cacheReadTokens')::bigint), 0), coalesce(sum((record->>'cacheWriteTokens')::bigint), 0), min(at)`;
 
 /**
- * Inserts ledger records and adds them to the sums, in the caller's transaction (`db` must be one client
- * inside `BEGIN`, so both commit together). Used by the sink's writer and by `switchboard migrate`. With `ids`
- * (one per record: the id the record was queued with), a record whose id is already in `sb_ledger` (its batch
- * committed before, and the acknowledgement was lost) is neither inserted nor added again. Returns how many
- * records were inserted. Two statements (the rows, then the sums) whatever the batch.
+ * The records in, and added to the sums, in one statement (so also one transaction). Only the rows inserted are
+ * added: a record whose id is already in `sb_ledger` conflicts and is left out. The sums are upserted in key order
+ * (collation "C"), the same for every writer, so two replicas' batches never lock the same sums in opposite orders.
+ * Scheduled work's sums (`sb_ledger_run_total`) file a record with a `jobId` under its job, else one of a heartbeat
+ * run under the heartbeat, as the one-machine totals do.
+ */
+const INSERT_RECORDS = `
+WITH ins AS (
+  INSERT INTO sb_ledger (at, session_key, session_id, channel, provider_id, model_id, kind, replica_id, record, record_id)
+  SELECT at, session_key, session_id, channel, provider_id, model_id, kind, $8, record, record_id FROM unnest(
+    $1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $9::jsonb[], $10::text[]
+  ) WITH ORDINALITY AS r(at, session_key, session_id, channel, provider_id, model_id, kind, record, record_id, i) ORDER BY i
+  ON CONFLICT (record_id) DO NOTHING RETURNING provider_id, model_id, kind, channel, at, record
+), totals AS (
+  INSERT INTO sb_ledger_total AS t
+  SELECT provider_id, model_id, kind, channel, ${ROW_SUMS} FROM ins GROUP BY provider_id, model_id, kind, channel
+  ORDER BY provider_id COLLATE "C", model_id COLLATE "C", kind COLLATE "C", channel COLLATE "C"
+  ON CONFLICT (provider_id, model_id, kind, channel) DO UPDATE SET ${SUM_COLUMNS}
+), runs AS (
+  INSERT INTO sb_ledger_run_total AS t
+  SELECT run, job_id, ${ROW_SUMS} FROM (
+    SELECT CASE WHEN coalesce(record->>'jobId', '') <> '' THEN 'job' ELSE 'heartbeat' END AS run, coalesce(record->>'jobId', '') AS job_id, record, at
+    FROM ins WHERE coalesce(record->>'jobId', '') <> '' OR record->>'run' = 'heartbeat'
+  ) r GROUP BY run, job_id ORDER BY run COLLATE "C", job_id COLLATE "C"
+  ON CONFLICT (run, job_id) DO UPDATE SET ${SUM_COLUMNS}
+)
+SELECT count(*)::int AS inserted FROM ins`;
+
+/**
+ * Inserts ledger records and adds them to the sums, in one statement (`db` may be a pool, or a client inside a
+ * transaction of the caller's). Used by the sink's writer and by `switchboard migrate`. With `ids` (one per
+ * record: the id the record was queued with), a record whose id is already in `sb_ledger` (its batch committed
+ * before, and the acknowledgement was lost) is neither inserted nor added again. Returns how many records were
+ * inserted.
  */
 export async function insertLedgerRecords(db: Queryable, records: readonly LedgerRecord[], replicaId: string, ids?: readonly string[]): Promise<number> {
   if (!records.length) return 0;
-  const { rows } = await db.query<{ record_id: string | null }>(
-    `INSERT INTO sb_ledger (at, session_key, session_id, channel, provider_id, model_id, kind, replica_id, record, record_id)
-     SELECT at, session_key, session_id, channel, provider_id, model_id, kind, $8, record, record_id FROM unnest(
-       $1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $9::jsonb[], $10::text[]
-     ) WITH ORDINALITY AS r(at, session_key, session_id, channel, provider_id, model_id, kind, record, record_id, i) ORDER BY i
-     ON CONFLICT (record_id) DO NOTHING RETURNING record_id`,
-    [
-      records.map((r) => r.timestamp), records.map((r) => r.sessionKey), records.map((r) => r.sessionId), records.map((r) => r.channel),
-      records.map((r) => r.providerId), records.map((r) => r.modelId), records.map((r) => r.kind), replicaId, records.map((r) => entryJson(r)),
-      records.map((_, i) => ids?.[i] ?? null),
-    ],
-  );
-  // Without an id a row always goes in; with one, only when the statement says so (each id counted once).
-  const inserted = new Set(rows.map((r) => r.record_id));
-  const added = records.filter((_, i) => {
-    const id = ids?.[i];
-    if (id === undefined) return true;
-    return inserted.delete(id);
-  });
-  if (!added.length) return 0;
-  const totals = totalGroups(added);
-  const runs = runGroups(added);
-  const sumsSql = upsertSums('sb_ledger_total', 'provider_id, model_id, kind, channel', 4, 1);
-  await db.query(
-    runs.length ? `WITH runs AS (${upsertSums('sb_ledger_run_total', 'run, job_id', 2, 12)}) ${sumsSql}` : sumsSql,
-    [...sumParams(totals, 4), ...(runs.length ? sumParams(runs, 2) : [])],
-  );
-  return added.length;
+  const { rows } = await db.query<{ inserted: number }>(INSERT_RECORDS, [
+    records.map((r) => r.timestamp), records.map((r) => r.sessionKey), records.map((r) => r.sessionId), records.map((r) => r.channel),
+    records.map((r) => r.providerId), records.map((r) => r.modelId), records.map((r) => r.kind), replicaId, records.map((r) => entryJson(r)),
+    records.map((_, i) => ids?.[i] ?? null),
+  ]);
+  return rows[0]?.inserted ?? 0;
 }
 
 /** Token sums as SQL returns them (bigint as text). */
@@ -223,18 +179,9 @@ export class PgLedgerSink implements LedgerStore {
     }
   }
 
+  /** One statement, so no transaction of its own (see {@link insertLedgerRecords}). */
   private async write(batch: readonly { record: LedgerRecord; id: string }[]): Promise<void> {
-    const client = await this.options.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await insertLedgerRecords(client, batch.map((q) => q.record), this.options.replicaId, batch.map((q) => q.id));
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    await insertLedgerRecords(this.options.pool, batch.map((q) => q.record), this.options.replicaId, batch.map((q) => q.id));
   }
 
   private scheduleRetry(error: unknown): void {

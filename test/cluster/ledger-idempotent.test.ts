@@ -10,31 +10,19 @@ const STARTED = Date.UTC(2025, 0, 1);
 const usage = (input: number, output: number) => ({ inputTokens: input, outputTokens: output, cacheReadTokens: 0, cacheWriteTokens: 0 });
 
 /**
- * The pool, but the next `lost` COMMITs of the sink's connections commit and then fail as a dropped connection
+ * The pool, but the next `lost` ledger writes (one statement each) commit and then fail as a dropped connection
  * does after the statement reached the server: the acknowledgement is lost, the writer cannot tell it committed.
  */
 function losingAcks(pool: pg.Pool, lost: { count: number }): pg.Pool {
-  const connect = async (): Promise<pg.PoolClient> => {
-    const client = await pool.connect();
-    const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
-    const release = client.release.bind(client);
-    const patched = client as unknown as { query: (...args: unknown[]) => Promise<unknown>; release: (err?: boolean) => void };
-    patched.query = async (...args: unknown[]) => {
-      const result = await query(...args);
-      if (args[0] === 'COMMIT' && lost.count > 0) {
-        lost.count--;
-        throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
-      }
-      return result;
-    };
-    patched.release = () => {
-      patched.query = query;
-      patched.release = release;
-      release(true); // the connection is gone
-    };
-    return client;
+  const query = async (...args: unknown[]) => {
+    const result = await (pool.query as (...a: unknown[]) => Promise<unknown>)(...args);
+    if (typeof args[0] === 'string' && args[0].includes('INSERT INTO sb_ledger ') && lost.count > 0) {
+      lost.count--;
+      throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+    }
+    return result;
   };
-  return { query: pool.query.bind(pool), connect } as unknown as pg.Pool;
+  return { query, connect: pool.connect.bind(pool) } as unknown as pg.Pool;
 }
 
 describePg('ledger rows are idempotent (issue 31)', () => {
