@@ -106,6 +106,14 @@ export interface SessionLocksOptions {
   lingerMs?: number;
 }
 
+/** A lock held here: its connection and how many holds of this replica share it. */
+interface HeldEntry {
+  conn: LaneConnection;
+  holds: number;
+  /** Its last statement (see {@link SessionLocks.beginGiveBack}) is under way. */
+  closing?: boolean;
+}
+
 /**
  * Per-session ownership in cluster mode: a session runs on a replica only while one of its dedicated lane
  * connections holds `pg_advisory_lock(hashtextextended(key, 0))`. Holds of one key on this replica share the
@@ -116,7 +124,7 @@ export interface SessionLocksOptions {
  */
 export class SessionLocks {
   private readonly idle: LaneConnection[] = [];
-  private readonly held = new Map<string, { conn: LaneConnection; holds: number }>();
+  private readonly held = new Map<string, HeldEntry>();
   private readonly lingering = new Map<string, LaneConnection>();
   /** Keys whose lingering lock is being given back: taking one waits for that first. */
   private readonly unlocking = new Map<string, Promise<unknown>>();
@@ -158,11 +166,11 @@ export class SessionLocks {
    * Resolves `undefined` when it stays taken.
    */
   async acquire(key: string, waitMs: number, then?: LockStatement): Promise<HeldLock | undefined> {
-    await this.unlocking.get(key);
+    for (let giving = this.unlocking.get(key); giving; giving = this.unlocking.get(key)) await giving;
     const mine = this.held.get(key);
     if (mine?.conn.alive) {
       mine.holds++;
-      return this.hold(key, mine.conn, false);
+      return this.hold(key, mine, false);
     }
     const kept = this.lingering.get(key);
     if (kept) {
@@ -207,7 +215,7 @@ export class SessionLocks {
         await conn.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]);
         this.giveBack(conn);
         raced.holds++;
-        return { ...this.hold(key, raced.conn, false), ...(rows ? { rows } : {}) };
+        return { ...this.hold(key, raced, false), ...(rows ? { rows } : {}) };
       }
       if (!ok) {
         this.giveBack(conn);
@@ -223,13 +231,40 @@ export class SessionLocks {
   }
 
   private take(key: string, conn: LaneConnection, fresh: boolean): HeldLock {
+    const entry: HeldEntry = { conn, holds: 1 };
     conn.key = key;
     conn.onLost = () => {
-      if (this.held.get(key)?.conn === conn) this.held.delete(key);
+      if (this.held.get(key) === entry) this.held.delete(key);
       this.options.onLost?.(key);
     };
-    this.held.set(key, { conn, holds: 1 });
-    return this.hold(key, conn, fresh);
+    this.held.set(key, entry);
+    return this.hold(key, entry, fresh);
+  }
+
+  /**
+   * For the last statement of a key's holds here (the queue's done mark when no message follows): when locks do
+   * not linger, returns a callback to call with whether that statement gave the lock back itself (one statement
+   * saved per turn); meanwhile a new hold of the key waits for the outcome, and once given back it takes the lock
+   * afresh. The holds of a key are the claim's and its lane's running task (a lane runs one task of a key at a
+   * time), so nothing else of the replica runs under the lock after that statement.
+   */
+  beginGiveBack(key: string): ((unlocked: boolean) => void) | undefined {
+    const entry = this.held.get(key);
+    if (!entry || entry.closing || !entry.conn.alive || this.lingerMs > 0 || this.closed) return undefined;
+    entry.closing = true;
+    let settle!: () => void;
+    this.unlocking.set(key, new Promise<void>((resolve) => { settle = resolve; }));
+    return (unlocked) => {
+      entry.closing = false;
+      if (unlocked && this.held.get(key) === entry) {
+        // The holds still open end without a statement; their connection keeps no lock.
+        this.held.delete(key);
+        entry.conn.onLost = undefined;
+        entry.conn.key = '';
+      }
+      this.unlocking.delete(key);
+      settle();
+    };
   }
 
   /** Takes a lingering connection out of the idle ones. */
@@ -259,20 +294,22 @@ export class SessionLocks {
     }
   }
 
-  private hold(key: string, conn: LaneConnection, fresh: boolean): HeldLock {
+  private hold(key: string, entry: HeldEntry, fresh: boolean): HeldLock {
     let released = false;
+    const conn = entry.conn;
     return {
       fence: conn,
       fresh,
       release: async () => {
         if (released) return;
         released = true;
-        const entry = this.held.get(key);
-        if (!entry || entry.conn !== conn) { this.giveBack(conn); return; }
         if (--entry.holds > 0) return;
-        this.held.delete(key);
+        const holding = this.held.get(key) === entry;
+        if (holding) this.held.delete(key);
         conn.onLost = undefined;
         conn.key = '';
+        // Lost with its connection, or given back by its last statement: the connection goes back once, no statement.
+        if (!holding) { this.giveBack(conn); return; }
         if (!conn.alive || this.closed || this.lingerMs <= 0) {
           // A connection that does not answer the unlock within a second is ended (its lock goes with it).
           if (conn.alive) {

@@ -59,7 +59,9 @@ SELECT n.*, cur.owner FROM n, cur`;
 /**
  * Under the session's lock: the job is done (with its result for waiters, and the count of replies the platform
  * took), the lane's `ready_at` moves to the next message's acceptance, `sb_done` is notified on commit; returns
- * whether the mark applied and the next message's acceptance time, if one is queued.
+ * whether the mark applied and the next message's acceptance time, if one is queued. With $6, when no message
+ * follows, the lock is given back too (`unlocked`): after the inbox row is updated, so another replica's claim that
+ * gets the lock before this commits waits on that row and sees the message done.
  */
 export const DONE = `
 WITH nx AS (
@@ -71,7 +73,8 @@ WITH nx AS (
   UPDATE sb_inbox SET done_at = now(), result = $3, sent = greatest(sent, $4) FROM l WHERE session_key = $1 AND seq = $2 RETURNING 1
 )
 SELECT (SELECT count(*) FROM i)::int AS done, (SELECT (extract(epoch FROM accepted_at) * 1000)::float8 FROM nx) AS next_ms,
-  (SELECT next_seq FROM l) AS next_seq, (SELECT pg_notify('sb_done', $5) FROM i) AS notified`;
+  (SELECT next_seq FROM l) AS next_seq, (SELECT pg_notify('sb_done', $5) FROM i) AS notified,
+  (SELECT pg_advisory_unlock(hashtextextended($1, 0)) FROM i, l WHERE $6::boolean AND l.next_seq = $2) AS unlocked`;
 
 /**
  * {@link TAKE_NEXT} in the claim's lock statement (`lock`: the lock expression `SessionLocks` gives): nothing is

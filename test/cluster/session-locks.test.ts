@@ -44,6 +44,33 @@ describePg('session locks on PostgreSQL', () => {
     expect((await waiting)?.fresh).toBe(true);
   });
 
+  it('a last statement that gives the lock back itself: a hold taken meanwhile waits for it and takes the lock afresh; the old holds end without giving their connection back twice', async () => {
+    const a = locks();
+    const b = locks();
+    // The claim's hold and its lane task's, as the work queue has them when it marks the message done.
+    const claim = await a.tryAcquire('k');
+    const task = await a.tryAcquire('k');
+    const settle = a.beginGiveBack('k');
+    expect(settle).toBeDefined();
+    expect(a.beginGiveBack('k')).toBeUndefined(); // one last statement at a time
+    let meanwhile: Awaited<ReturnType<SessionLocks['tryAcquire']>> | 'waiting' = 'waiting';
+    const waiting = a.tryAcquire('k').then((h) => { meanwhile = h; return h; });
+    const { rows } = await claim!.fence.client.query<{ unlocked: boolean }>("SELECT pg_advisory_unlock(hashtextextended('k', 0)) AS unlocked");
+    await new Promise((r) => setTimeout(r, 20));
+    expect(meanwhile).toBe('waiting');
+    settle!(rows[0]!.unlocked);
+    const again = await waiting;
+    expect(again?.fresh).toBe(true);
+    expect(again!.fence).not.toBe(claim!.fence);
+    expect(await b.tryAcquire('k')).toBeUndefined();
+    await task!.release();
+    await claim!.release();
+    await again!.release();
+    // Three keys held at once get three connections (a connection given back twice would serve two of them).
+    const held = await Promise.all(['x', 'y', 'z'].map((key) => a.tryAcquire(key)));
+    expect(new Set(held.map((h) => h!.fence)).size).toBe(3);
+  });
+
   it('a frozen holder (no heartbeat past the lease) loses the lock to another replica, and its writes through the lock fail', async () => {
     const lost: string[] = [];
     const a = locks(1000, (key) => lost.push(key));
