@@ -28,7 +28,11 @@ export interface BatchDeps {
   contextEngine: ContextEngine;
   registry: ToolRegistry;
   historyOf(session: ActiveSession): Promise<TranscriptEntry[]>;
-  appendEntries(session: ActiveSession, entries: TranscriptEntry[]): Promise<void>;
+  /**
+   * Appends to the session's transcript. With `later`, the entries wait for the turn's next append (or its end) and
+   * go in the same write, one statement fewer per turn in cluster mode; the history read meanwhile includes them.
+   */
+  appendEntries(session: ActiveSession, entries: TranscriptEntry[], later?: boolean): Promise<void>;
   /** Persists the entry (runState and checkpoint); failures are logged, never thrown. */
   persist(entry: SessionEntry, logger: Logger): Promise<void>;
   toolSchemas(entry: SessionEntry, ephemeral?: boolean): ToolSchema[];
@@ -105,10 +109,10 @@ export class BatchRunner {
         type: 'message', id: randomUUID(), role: 'user', content: userContent(message, input.groupContext), at: this.iso(), correlationId,
         ...(message.chatType !== 'direct' && message.sender.name && !message.internal ? { name: message.sender.name } : {}), sourceId,
         ...(message.media?.length ? { media: message.media } : {}),
-      }]);
+      }], true);
     }
     // Queue mode collect: the burst's other messages, each its own entry (and sourceId).
-    if (input.joined?.length) await this.deps.appendEntries(session, input.joined.map((m) => userEntryOf(m, correlationId, this.iso())));
+    if (input.joined?.length) await this.deps.appendEntries(session, input.joined.map((m) => userEntryOf(m, correlationId, this.iso())), true);
     partial.started = true;
 
     const limits = this.deps.config.backgroundExecution;

@@ -75,6 +75,8 @@ export class AgentRuntime {
   private readonly settler: RunSettler;
   private lanes: LaneControl = { stop: () => false, depth: () => 0, isRunning: () => false };
   private readonly ephemeralHistories = new WeakMap<ActiveSession, TranscriptEntry[]>();
+  /** Entries appended `later` that wait for the session's next append (see {@link appendEntries}). */
+  private readonly unwritten = new WeakMap<ActiveSession, TranscriptEntry[]>();
   /** A turn's own model (a heartbeat's cheaper `model`, SPEC §17), for the session entry it runs on. */
   private readonly turnModels = new WeakMap<SessionEntry, string>();
 
@@ -99,7 +101,7 @@ export class AgentRuntime {
     this.caller = new ProviderCaller({ clock: options.clock, events: this.events, budgetOf: (agentId) => this.agentFor(agentId).tokenBudget });
     this.batches = new BatchRunner({
       config: options.config, clock: options.clock, events: this.events, contextEngine: this.contextEngine, registry: this.tools,
-      historyOf: (s) => this.historyOf(s), appendEntries: (s, e) => this.appendEntries(s, e),
+      historyOf: (s) => this.historyOf(s), appendEntries: (s, e, later) => this.appendEntries(s, e, later),
       persist: (entry, logger) => this.settler.persist(entry, logger), toolSchemas: (e, ephemeral) => this.toolSchemas(e, ephemeral),
       toolsArriving: (e, ephemeral, signal, logger) => (ephemeral ? undefined : this.tools.arrivals.wait(this.toolPolicyOf(e), { signal, logger })),
       workspaceOf: (e) => this.agentFor(e.agentId).workspace, timezoneOf,
@@ -307,10 +309,17 @@ export class AgentRuntime {
     }
     if (message.internal?.model) this.turnModels.set(entry, message.internal.model);
     let result: Awaited<ReturnType<BatchRunner['run']>>;
+    let ran = false;
     try {
       result = await this.batches.run(session, batchInputOf(input, text, priorRunState), { usage, state, logger, scope });
+      ran = true;
     } finally {
       this.turnModels.delete(entry);
+      // The user's message reaches the transcript even when the batch failed before any other append.
+      await this.writeUnwritten(session).catch((err: unknown) => {
+        if (ran) throw err;
+        logger.error({ err }, 'could not write the message of a failed turn to its transcript');
+      });
     }
     await this.settler.finishEntry(session, message, input.logger, this.options.clock.now(), true);
     if (result.outcome === 'skipped') return { outcome: 'skipped', replies: [] };
@@ -359,7 +368,8 @@ export class AgentRuntime {
   async historyOf(session: ActiveSession): Promise<TranscriptEntry[]> {
     const ephemeral = this.ephemeralHistories.get(session);
     if (ephemeral) return ephemeral.slice();
-    const entries = await this.options.transcripts.read(session.entry.sessionId);
+    const stored = await this.options.transcripts.read(session.entry.sessionId);
+    const entries = [...stored, ...(this.unwritten.get(session) ?? [])];
     // A crash can leave the entry behind its transcript (the entry is saved after the append, and a replayed
     // message that was already answered appends nothing): the file wins.
     let inFile = 0;
@@ -368,12 +378,30 @@ export class AgentRuntime {
     return entries;
   }
 
-  /** Appends to the current session's transcript. */
-  async appendEntries(session: ActiveSession, entries: TranscriptEntry[]): Promise<void> {
+  /**
+   * Appends to the current session's transcript, with the entries waiting for it. With `later` the entries wait
+   * for the turn's next append (see {@link BatchDeps.appendEntries}); the turn writes them at its end at the latest.
+   */
+  async appendEntries(session: ActiveSession, entries: TranscriptEntry[], later = false): Promise<void> {
     const ephemeral = this.ephemeralHistories.get(session);
     if (ephemeral) ephemeral.push(...entries);
-    else await this.options.transcripts.append(session.entry.sessionId, entries);
+    else if (later) this.unwritten.set(session, [...(this.unwritten.get(session) ?? []), ...entries]);
+    else {
+      const waiting = this.unwritten.get(session) ?? [];
+      this.unwritten.delete(session);
+      try {
+        await this.options.transcripts.append(session.entry.sessionId, [...waiting, ...entries]);
+      } catch (error) {
+        if (waiting.length) this.unwritten.set(session, [...waiting, ...(this.unwritten.get(session) ?? [])]);
+        throw error;
+      }
+    }
     session.entry.messageCount += entries.filter((e) => e.type === 'message').length;
+  }
+
+  /** Writes the entries still waiting for an append (see {@link appendEntries}). */
+  private async writeUnwritten(session: ActiveSession): Promise<void> {
+    if (this.unwritten.get(session)?.length) await this.appendEntries(session, []);
   }
 
   private async resetSession(session: ActiveSession, reason: ResetReason | 'manual', ephemeral?: boolean): Promise<void> {
