@@ -51,6 +51,8 @@ import { AgentTranscriptStores } from './sessions/agent-transcripts.ts';
 import { isClusterStore } from './cluster/pg-database.ts';
 import { openClusterMode, type ClusterMode } from './cluster/cluster-mode.ts';
 import { PgTranscriptStore, watchTranscriptChanges } from './cluster/pg-transcript-store.ts';
+import { readOnClaim } from './cluster/claim-read.ts';
+import type { Fence } from './cluster/fence.ts';
 import { ClusterResumes } from './cluster/cluster-resume.ts';
 import { clusterFormerKeys, clusterRekeyIfRoutingChanged } from './cluster/cluster-rekey.ts';
 import { PgGroupContext } from './cluster/pg-group-context.ts';
@@ -163,30 +165,30 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   }
   mkdirSync(config.stateDir, { recursive: true });
   let gateway!: Gateway;
-  let sessions!: SessionManager;
-  let transcripts!: Transcripts;
+  let claimRead!: (key: string, fence: Fence) => Promise<void>;
   // Cluster mode (SPEC §13): the shared database, the session locks and the work queue come first.
   const cluster: ClusterMode | undefined = isClusterStore(config.store)
     ? await openClusterMode(config, logger, {
       onLockLost: (key) => gateway.lanes.stop(key, 'lock lost'),
-      // A claimed session may have been advanced by another replica: its entry and cached transcript are re-read.
-      onClaim: (key) => { sessions.forget(key); if (transcripts instanceof PgTranscriptStore) transcripts.forgetKey(key); },
+      // A claimed session may have been advanced by another replica: its entry and transcript are read again.
+      onClaim: (key, fence) => claimRead(key, fence),
     })
     : undefined;
   if (cluster) opened.push(() => cluster.close());
   const store = await openSessionStore(config.store, { pool: cluster?.pool });
   opened.push(() => store.close());
-  transcripts = cluster
+  const transcripts: Transcripts = cluster
     ? new PgTranscriptStore({ pool: cluster.pool, logger })
     : new AgentTranscriptStores({ stateDir: config.stateDir, agentIds: config.agents.map((a) => a.id), logger });
   if (cluster && transcripts instanceof PgTranscriptStore) watchTranscriptChanges(transcripts, cluster.listener);
   let runtime!: AgentRuntime;
-  sessions = new SessionManager({
+  const sessions = new SessionManager({
     store, transcripts, clock, logger,
     maxActiveSessions: config.session.maxActiveSessions,
     expiresAt: (entry) => expiresAt(runtime.resetPolicyOf(entry), entry.updatedAt),
     readThrough: Boolean(cluster),
   });
+  if (transcripts instanceof PgTranscriptStore) claimRead = readOnClaim({ sessions, store, transcripts, logger });
   const providers = createProviders(config);
   const failovers = new FailoverTracker(() => models.cooldowns.snapshot());
   const models = new ModelChains({ providers: config.providers, registry: providers, clock, onFailover: (step) => failovers.record(step) });

@@ -5,6 +5,7 @@ import { ClusterListener } from './cluster-listener.ts';
 import { openClusterDatabase } from './pg-database.ts';
 import { PgWorkQueue } from './pg-work-queue.ts';
 import { defaultReplicaId, ReplicaRegistry } from './replicas.ts';
+import type { Fence } from './fence.ts';
 import { SessionLocks } from './session-locks.ts';
 
 /** Everything a replica shares with the others, opened at start in cluster mode. */
@@ -23,7 +24,7 @@ export interface ClusterMode {
 }
 
 /** Opens the cluster database (migrating it), the lane connections, the listener and the queue. */
-export async function openClusterMode(config: ResolvedConfig, logger: Logger, hooks: { onLockLost: (key: string) => void; onClaim: (key: string) => void }): Promise<ClusterMode> {
+export async function openClusterMode(config: ResolvedConfig, logger: Logger, hooks: { onLockLost: (key: string) => void; onClaim: (key: string, fence: Fence) => Promise<void> }): Promise<ClusterMode> {
   const uri = config.store;
   const replicaId = config.cluster.replicaId ?? defaultReplicaId();
   const pool = await openClusterDatabase({ uri, logger });

@@ -65,7 +65,7 @@ function stillHolds(fence: Fence, key: string): boolean {
 }
 
 /** Rows of a check or a full read: the transcript's state and the entries after `n` ($2). */
-interface ReadRow { archived: boolean; total: string | null; n: string | null; entry: TranscriptEntry | null }
+export interface ReadRow { archived: boolean; total: string | null; n: string | null; entry: TranscriptEntry | null }
 
 /**
  * The current transcript's entries after `$2` (all with 0) and whether it is archived; with the row count
@@ -279,6 +279,40 @@ export class PgTranscriptStore implements TranscriptStore {
    */
   forgetKey(key: string): void {
     for (const cached of this.cache.values()) if (cached.key === key) cached.trustedBy = undefined;
+  }
+
+  /** The newest transcript cached of `key` and its last `n`: where a read made at a claim can start. */
+  tailOf(key: string): { sessionId: string; lastN: number } | undefined {
+    let tail: { sessionId: string; lastN: number } | undefined;
+    for (const [sessionId, cached] of this.cache) if (cached.key === key) tail = { sessionId, lastN: cached.lastN };
+    return tail;
+  }
+
+  /**
+   * `key`'s lock was just taken (`hold`), and the same statement read transcript `sessionId`: its rows after
+   * `after` (0: all of it) and the row count, as {@link READ_AFTER}(true) returns them (none: no such transcript).
+   * The cache takes them as a check made under that hold, so the turn's first read costs no statement; the
+   * key's other transcripts are checked again when read.
+   */
+  primeFromClaim(key: string, sessionId: string, after: number, rows: readonly ReadRow[], hold: Fence): void {
+    this.forgetKey(key);
+    const head = rows[0];
+    if (!head || head.archived) {
+      this.cache.delete(sessionId);
+      return;
+    }
+    const added = rows.filter((r) => r.n !== null);
+    const cached: Cached | undefined = after > 0 ? this.cache.get(sessionId) : { key, entries: [], rows: 0, lastN: 0, trustedBy: undefined };
+    if (!cached || cached.key !== key || cached.lastN !== after || cached.rows + added.length !== Number(head.total)) {
+      this.cache.delete(sessionId);
+      return;
+    }
+    cached.entries.push(...added.map((r) => r.entry!).filter(isContext));
+    cached.rows += added.length;
+    if (added.length) cached.lastN = Number(added[added.length - 1]!.n);
+    cached.trustedBy = hold;
+    this.rememberKey(sessionId, key);
+    this.remember(sessionId, cached);
   }
 
   /**

@@ -37,8 +37,8 @@ export interface PgWorkQueueOptions {
   pollMs: number;
   /** How long an HTTP turn waits for its session's lock held by another replica. */
   lockWaitMs?: number;
-  /** A session was claimed afresh: cached state of it may be stale. */
-  onClaim?: (key: string) => void;
+  /** A session's lock was taken afresh (`fence`): cached state of it may be stale (read it again; must not throw). */
+  onClaim?: (key: string, fence: Fence) => Promise<void>;
   /** How long delivery ids are remembered for the dedupe of redeliveries (default 48 h). */
   dedupeWindowMs?: number;
   /** How long finished messages (and their results, for waiters) are kept (default 24 h). */
@@ -141,8 +141,8 @@ export class PgWorkQueue implements SharedQueue {
   async runExclusive<T>(key: string, work: () => Promise<T>): Promise<T> {
     const lock = await this.options.locks.acquire(key, this.options.lockWaitMs ?? 120_000);
     if (!lock) throw new LeaseLostError(key, new Error('the session stayed locked by another replica'));
-    if (lock.fresh) this.options.onClaim?.(key);
     try {
+      if (lock.fresh) await this.options.onClaim?.(key, lock.fence);
       return await runFenced(lock.fence, work);
     } finally {
       await lock.release();
@@ -349,10 +349,10 @@ export class PgWorkQueue implements SharedQueue {
       return;
     }
     this.unannounced.delete(key);
-    if (lock.fresh) this.options.onClaim?.(key);
     let lost: boolean;
     let wasFull: boolean;
     try {
+      if (lock.fresh) await this.options.onClaim?.(key, lock.fence);
       const first = lock.rows?.[0] as (InboxRow & { pending: boolean | null }) | undefined;
       lost = await runFenced(lock.fence, () => this.drain(key, lock.fence, state, first));
     } catch (error) {

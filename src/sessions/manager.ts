@@ -250,6 +250,17 @@ export class SessionManager {
     this.options.transcripts.forget?.(session.entry.sessionId);
   }
 
+  /**
+   * Cluster mode: `entry` was read just now under the session's lock (undefined: none is stored), so the next
+   * {@link acquire} uses it without reading the store. A held session is left as it is.
+   */
+  prime(key: string, entry: SessionEntry | undefined): void {
+    if ((this.active.get(key)?.holds ?? 0) > 0) return;
+    this.forget(key);
+    if (!entry || this.loading.has(key) || this.writes.has(key) || this.active.size >= this.options.maxActiveSessions) return;
+    this.active.set(key, { key, entry, holds: 0 });
+  }
+
   /** Drops every unheld session from memory (nothing persisted is touched). */
   evictAll(): void {
     for (const session of [...this.active.values()]) if (session.holds === 0) this.evict(session);

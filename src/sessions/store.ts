@@ -233,6 +233,16 @@ export class KeyvSessionStore implements SessionStore {
     }
   }
 
+  /** The key an entry is stored under in the `keyv` table (keyv's namespace prefix). */
+  storedKeyOf(key: string): string {
+    return `${NAMESPACE}:${key}`;
+  }
+
+  /** An entry from the `keyv` table's text, as {@link get} reads it (for a caller that read the row itself). */
+  decodeStored(raw: string): Promise<SessionEntry | undefined> {
+    return this.decode(raw);
+  }
+
   private async decode(raw: string): Promise<SessionEntry | undefined> {
     const data = await this.keyv.deserialize!<SessionEntry>(raw);
     return data?.value;
