@@ -360,7 +360,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   const resumes = cluster && options.listen !== false
     ? new ClusterResumes({
       pool: cluster.pool, store, queue: cluster.queue, gateway, logger, watchMs: Math.min(5000, 5 * config.cluster.pollMs),
-      lingeringPids: () => cluster.locks.lingeringPids(), ...resumeOptions,
+      ...resumeOptions,
     })
     : undefined;
   // Cluster mode: claim queued work once this replica's channels had their first try at connecting, so replies can go out.

@@ -23,8 +23,16 @@ export interface ClusterMode {
   close(): Promise<void>;
 }
 
+/** What the rest of the replica is told by the cluster's locks and queue. */
+export interface ClusterHooks {
+  /** A held session lock was lost with its connection: the session's running turn must stop. */
+  onLockLost: (key: string) => void;
+  /** A session's lock was taken afresh: read its cached state again (must not throw). */
+  onClaim: (key: string, fence: Fence) => Promise<void>;
+}
+
 /** Opens the cluster database (migrating it), the lane connections, the listener and the queue. */
-export async function openClusterMode(config: ResolvedConfig, logger: Logger, hooks: { onLockLost: (key: string) => void; onClaim: (key: string, fence: Fence) => Promise<void> }): Promise<ClusterMode> {
+export async function openClusterMode(config: ResolvedConfig, logger: Logger, hooks: ClusterHooks): Promise<ClusterMode> {
   const uri = config.store;
   const replicaId = config.cluster.replicaId ?? defaultReplicaId();
   const pool = await openClusterDatabase({ uri, logger });

@@ -28,13 +28,12 @@ export function resumeIdOf(entry: SessionEntry): string {
 /**
  * For each of `keys`: whether messages are queued for it (waiting or running: a running message is not done until
  * its turn ends), and whether a replica holds its lock (an HTTP turn holds the lock without a queued message). An
- * advisory lock on a bigint shows in pg_locks as its two 32-bit halves (as the work queue's scan reads it); the
- * backends in `$2` (this replica's lingering locks, held by no turn) are not counted.
+ * advisory lock on a bigint shows in pg_locks as its two 32-bit halves (as the work queue's scan reads it).
  */
 const ACTIVITY = `
 WITH held AS (
   SELECT (classid::bigint << 32) | objid::bigint AS h FROM pg_locks
-  WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid <> ALL ($2::int[]) AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 )
 SELECT k AS session_key,
   EXISTS (SELECT 1 FROM sb_lane l WHERE l.session_key = k AND l.next_seq > l.done_seq) AS pending,
@@ -47,16 +46,16 @@ export interface SessionActivity {
   locked: boolean;
 }
 
-/** {@link SessionActivity} of each of `keys`; locks held by the backends `ignorePids` are not counted. */
-export async function sessionActivity(pool: Pick<pg.Pool, 'query'>, keys: readonly string[], ignorePids: readonly number[] = []): Promise<Map<string, SessionActivity>> {
+/** {@link SessionActivity} of each of `keys`. */
+export async function sessionActivity(pool: Pick<pg.Pool, 'query'>, keys: readonly string[]): Promise<Map<string, SessionActivity>> {
   if (!keys.length) return new Map();
-  const { rows } = await pool.query<{ session_key: string; pending: boolean; locked: boolean }>(ACTIVITY, [keys, ignorePids]);
+  const { rows } = await pool.query<{ session_key: string; pending: boolean; locked: boolean }>(ACTIVITY, [keys]);
   return new Map(rows.map((r) => [r.session_key, { pending: r.pending, locked: r.locked }]));
 }
 
 /** Of `keys`, the sessions no replica works on: nothing queued for them and nobody holding their lock. */
-export async function orphanedSessions(pool: Pick<pg.Pool, 'query'>, keys: readonly string[], ignorePids: readonly number[] = []): Promise<Set<string>> {
-  const activity = await sessionActivity(pool, keys, ignorePids);
+export async function orphanedSessions(pool: Pick<pg.Pool, 'query'>, keys: readonly string[]): Promise<Set<string>> {
+  const activity = await sessionActivity(pool, keys);
   return new Set([...activity].filter(([, a]) => !a.pending && !a.locked).map(([k]) => k));
 }
 
@@ -78,9 +77,7 @@ export interface ClusterResumesOptions {
   settle(key: string): Promise<void>;
   /** How often the live replicas are looked at (a replica that left may have left runs behind). */
   watchMs: number;
-  /** This replica's idle connections keeping a lingering lock (no turn of theirs runs): not counted as held. */
-  lingeringPids?: () => number[];
-  /** A run found under a lock (maybe lingering, maybe a dying turn's) is looked at again after this long, doubling, up to 8 times (default 2 s). */
+  /** A run found under a lock (maybe a dying turn's) is looked at again after this long, doubling, up to 8 times (default 2 s). */
   recheckMs?: number;
   /** A replica is live while its `seen_at` is this recent (three heartbeats of the replica registry). */
   liveWindowMs?: number;
@@ -178,7 +175,7 @@ export class ClusterResumes {
       else if (entry.runState === 'running') stale.push(entry);
     }
     if (!found.length && !stale.length) return { queued: 0, settled: 0 };
-    const activity = await sessionActivity(this.options.pool, [...found, ...stale].map((e) => e.key), this.options.lingeringPids?.() ?? []);
+    const activity = await sessionActivity(this.options.pool, [...found, ...stale].map((e) => e.key));
     const orphaned = new Set([...activity].filter(([, a]) => !a.pending && !a.locked).map(([k]) => k));
     this.recheckLocked([...activity.values()].some((a) => a.locked && !a.pending));
     const toSettle = stale.filter((e) => orphaned.has(e.key));

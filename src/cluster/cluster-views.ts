@@ -17,9 +17,7 @@ export interface ClusterRunState {
 /**
  * For each key: whether a replica (this one or another) holds its session lock, and its queued messages. The
  * lock table is the truth a notification could only report: it is right after a crash (the lock went with the
- * connection) and after a missed notification; one statement per `/admin/runs`, none per turn. A lock that
- * lingers after its last hold (`SessionLocks`' `lingerMs`, 1 s) still counts: the flag may stay on that long
- * after a turn ended. The lock expression is the one `SessionLocks` takes and the work queue's scan reads.
+ * connection) and after a missed notification; one statement per `/admin/runs`, none per turn. The lock expression is the one `SessionLocks` takes and the work queue's scan reads.
  */
 const RUN_STATES = `
 WITH held AS (

@@ -55,13 +55,9 @@ interface Cached {
   trustedBy: Fence | undefined;
 }
 
-/**
- * Whether a lane connection still has `key`'s lock: held, or lingering with the idle connection after its last
- * hold (`lingering`, a property of the session locks' connections beyond {@link Fence}; without it, a lock is
- * only counted while held, which costs a check, never a stale read).
- */
+/** Whether a lane connection still holds `key`'s lock. */
 function stillHolds(fence: Fence, key: string): boolean {
-  return fence.alive && (fence.key === key || (fence as Fence & { lingering?: unknown }).lingering === key);
+  return fence.alive && fence.key === key;
 }
 
 /** Rows of a check or a full read: the transcript's state and the entries after `n` ($2). */
@@ -317,8 +313,8 @@ export class PgTranscriptStore implements TranscriptStore {
 
   /**
    * A turn of `key` finished somewhere (`sb_done`): unless this replica still has the key's lock on the
-   * connection that vouched for the cache (held, or lingering after its last hold: the turn was its own, or the
-   * notice is older than the hold, which was checked when it began), its reads check again.
+   * connection that vouched for the cache (the turn was its own, or the notice is older than the hold, which was
+   * checked when it began), its reads check again.
    */
   finished(key: string): void {
     for (const cached of this.cache.values()) {

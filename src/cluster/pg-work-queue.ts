@@ -289,7 +289,7 @@ export class PgWorkQueue implements SharedQueue {
     this.scanning = true;
     this.scannedAt = Date.now();
     try {
-      const { rows } = await this.options.pool.query<{ session_key: string; ready_ms: number; now_ms: number }>(WAITING_UNLOCKED, [this.options.locks.lingeringPids()]);
+      const { rows } = await this.options.pool.query<{ session_key: string; ready_ms: number; now_ms: number }>(WAITING_UNLOCKED);
       for (const { session_key: key, ready_ms: readyMs, now_ms: nowMs } of rows) {
         this.clockOffset = nowMs - Date.now();
         if (!this.working.has(key)) this.order.add(key, readyMs);
@@ -343,7 +343,7 @@ export class PgWorkQueue implements SharedQueue {
     }
     if (!lock) {
       this.working.delete(key);
-      // Held elsewhere (running, or lingering after its last turn there): that replica must hear of the message.
+      // Held elsewhere (running there): that replica must hear of the message.
       if (this.unannounced.delete(key)) this.announce(key);
       this.fill();
       return;

@@ -5,9 +5,6 @@ import type { Fence } from './fence.ts';
 /** A dedicated connection that holds at most one session's advisory lock (never a pool checkout). */
 class LaneConnection implements Fence {
   key = '';
-  /** A lock kept after its last hold ended (given back with this connection's next statement, or swept). */
-  lingering = '';
-  lingeringSince = 0;
   alive = true;
   readonly client: pg.Client;
   private heartbeat: NodeJS.Timeout | undefined;
@@ -67,8 +64,7 @@ class LaneConnection implements Fence {
 /**
  * A statement to run with the lock statement, as one (saves a round trip and a statement per claim): `sql(lock)`
  * must select the `lock` expression as its `ok` column in a first step the rest depends on (a MATERIALIZED CTE),
- * change nothing unless it is true, and return at least one row. The lock's key (and a lingering key) are
- * appended to `params`.
+ * change nothing unless it is true, and return at least one row. The lock's key is appended to `params`.
  */
 export interface LockStatement {
   sql: (lock: string) => string;
@@ -96,14 +92,6 @@ export interface SessionLocksOptions {
   maxConnections: number;
   /** Called when a held lock is lost with its connection (the session's running turn must stop). */
   onLost?: (key: string) => void;
-  /**
-   * How long a lock stays with its idle connection after its last hold ended (default 0, given back at once: with
-   * 1000 the database-cut test of cluster-faults committed a user entry twice in 3 of 12 runs, 0 of 4 without; cause
-   * not found yet). Taken again here
-   * meanwhile it costs no statement (and the session's cached state stays valid); otherwise it is given back by the
-   * connection's next statement (one statement for both) or when the time is up.
-   */
-  lingerMs?: number;
 }
 
 /** A lock held here: its connection and how many holds of this replica share it. */
@@ -117,35 +105,20 @@ interface HeldEntry {
 /**
  * Per-session ownership in cluster mode: a session runs on a replica only while one of its dedicated lane
  * connections holds `pg_advisory_lock(hashtextextended(key, 0))`. Holds of one key on this replica share the
- * lock (turns of a key are already ordered by the local lanes). After the last release the lock lingers with its
- * idle connection for `lingerMs`: the same session taken again costs nothing, and its unlock rides on the
- * connection's next lock statement. Another replica cannot take a lingering session: this replica is notified of
- * its new work like any other, and its own scan does not count its lingering locks as held.
+ * lock (turns of a key are already ordered by the local lanes). The last hold gives the lock back: with a
+ * statement of its own, or inside the work queue's done mark ({@link SessionLocks.beginGiveBack}), which saves that
+ * statement as locks kept with idle connections once did, without keeping a session from other replicas.
  */
 export class SessionLocks {
   private readonly idle: LaneConnection[] = [];
   private readonly held = new Map<string, HeldEntry>();
-  private readonly lingering = new Map<string, LaneConnection>();
-  /** Keys whose lingering lock is being given back: taking one waits for that first. */
+  /** Keys whose lock is being given back by a last statement: taking one waits for its outcome first. */
   private readonly unlocking = new Map<string, Promise<unknown>>();
   private opened = 0;
   private readonly waiters: (() => void)[] = [];
   private closed = false;
-  private readonly sweeper: NodeJS.Timeout;
 
-  constructor(private readonly options: SessionLocksOptions) {
-    this.sweeper = setInterval(() => this.sweep(), Math.max(50, Math.floor(this.lingerMs / 2)));
-    this.sweeper.unref();
-  }
-
-  private get lingerMs(): number {
-    return this.options.lingerMs ?? 0;
-  }
-
-  /** The backend pids of this replica's idle connections that keep a lingering lock (the queue's scan counts those sessions free). */
-  lingeringPids(): number[] {
-    return [...this.lingering.values()].flatMap((c) => (c.pid === undefined ? [] : [c.pid]));
-  }
+  constructor(private readonly options: SessionLocksOptions) {}
 
   /** How many session locks this replica holds. */
   get size(): number {
@@ -172,36 +145,17 @@ export class SessionLocks {
       mine.holds++;
       return this.hold(key, mine, false);
     }
-    const kept = this.lingering.get(key);
-    if (kept) {
-      this.unlinger(kept);
-      // No statement. Counted as fresh all the same (cached state of the session is read again): with lingering
-      // reuse trusted, the database-cut test committed a user entry twice in 2 of 7 runs (cause not pinned down).
-      if (kept.alive) return this.take(key, kept, true);
-    }
     const conn = await this.connection();
-    const release = conn.lingering;
-    conn.lingering = '';
     try {
       let ok: boolean;
       let rows: Record<string, unknown>[] | undefined;
       if (waitMs <= 0 && then) {
-        // The caller's statement takes the lock (and gives the lingering one back) in its own first step.
-        const lock = release
-          ? `(SELECT ok FROM (SELECT pg_advisory_unlock(hashtextextended($${then.params.length + 2}, 0)) AS un, pg_try_advisory_lock(hashtextextended($${then.params.length + 1}, 0)) AS ok) AS s)`
-          : `pg_try_advisory_lock(hashtextextended($${then.params.length + 1}, 0))`;
-        const run = conn.client.query<Record<string, unknown>>(then.sql(lock), [...then.params, key, ...(release ? [release] : [])]);
-        if (release) this.unlocking.set(release, run.catch(() => undefined));
-        try { rows = (await run).rows; } finally { if (release) this.unlocking.delete(release); }
+        // The caller's statement takes the lock in its own first step.
+        rows = (await conn.client.query<Record<string, unknown>>(then.sql(`pg_try_advisory_lock(hashtextextended($${then.params.length + 1}, 0))`), [...then.params, key])).rows;
         ok = rows[0]?.ok === true;
-      } else if (waitMs <= 0 && release) {
-        const both = conn.client.query<{ ok: boolean }>('SELECT pg_advisory_unlock(hashtextextended($2, 0)) AS un, pg_try_advisory_lock(hashtextextended($1, 0)) AS ok', [key, release]);
-        this.unlocking.set(release, both.catch(() => undefined));
-        try { ok = (await both).rows[0]?.ok === true; } finally { this.unlocking.delete(release); }
       } else if (waitMs <= 0) {
         ok = (await conn.client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok', [key])).rows[0]?.ok === true;
       } else {
-        if (release) await this.unlockNow(conn, release);
         await conn.client.query(`SET statement_timeout = ${Math.round(waitMs)}`);
         ok = await conn.client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [key]).then(() => true, (err: { code?: string }) => {
           if (err.code === '57014') return false; // statement timeout: still taken
@@ -223,8 +177,8 @@ export class SessionLocks {
       }
       return { ...this.take(key, conn, true), ...(rows ? { rows } : {}) };
     } catch (error) {
-      // A lock statement that failed may have taken a lock, or not given a lingering one back: the connection goes.
-      if (release || then) { conn.alive = false; void conn.close(); }
+      // A lock statement that failed may have taken the lock: the connection goes (and the lock with it).
+      if (then) { conn.alive = false; void conn.close(); }
       this.giveBack(conn);
       throw error;
     }
@@ -242,15 +196,14 @@ export class SessionLocks {
   }
 
   /**
-   * For the last statement of a key's holds here (the queue's done mark when no message follows): when locks do
-   * not linger, returns a callback to call with whether that statement gave the lock back itself (one statement
+   * For the last statement of a key's holds here (the queue's done mark when no message follows): returns a callback to call with whether that statement gave the lock back itself (one statement
    * saved per turn); meanwhile a new hold of the key waits for the outcome, and once given back it takes the lock
    * afresh. The holds of a key are the claim's and its lane's running task (a lane runs one task of a key at a
    * time), so nothing else of the replica runs under the lock after that statement.
    */
   beginGiveBack(key: string): ((unlocked: boolean) => void) | undefined {
     const entry = this.held.get(key);
-    if (!entry || entry.closing || !entry.conn.alive || this.lingerMs > 0 || this.closed) return undefined;
+    if (!entry || entry.closing || !entry.conn.alive || this.closed) return undefined;
     entry.closing = true;
     let settle!: () => void;
     this.unlocking.set(key, new Promise<void>((resolve) => { settle = resolve; }));
@@ -265,33 +218,6 @@ export class SessionLocks {
       this.unlocking.delete(key);
       settle();
     };
-  }
-
-  /** Takes a lingering connection out of the idle ones. */
-  private unlinger(conn: LaneConnection): void {
-    this.lingering.delete(conn.lingering);
-    conn.lingering = '';
-    const at = this.idle.indexOf(conn);
-    if (at >= 0) this.idle.splice(at, 1);
-    if (!conn.alive) this.opened--;
-  }
-
-  private async unlockNow(conn: LaneConnection, key: string): Promise<void> {
-    const done = conn.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]);
-    this.unlocking.set(key, done.catch(() => undefined));
-    try { await done; } finally { this.unlocking.delete(key); }
-  }
-
-  /** Gives back the locks that lingered past `lingerMs`. */
-  private sweep(): void {
-    const due = Date.now() - this.lingerMs;
-    for (const conn of [...this.lingering.values()]) {
-      if (conn.lingeringSince > due) continue;
-      const key = conn.lingering;
-      this.unlinger(conn);
-      if (!conn.alive) { this.waiters.shift()?.(); continue; }
-      void this.unlockNow(conn, key).then(() => this.giveBack(conn), () => { conn.alive = false; this.giveBack(conn); });
-    }
   }
 
   private hold(key: string, entry: HeldEntry, fresh: boolean): HeldLock {
@@ -310,42 +236,23 @@ export class SessionLocks {
         conn.key = '';
         // Lost with its connection, or given back by its last statement: the connection goes back once, no statement.
         if (!holding) { this.giveBack(conn); return; }
-        if (!conn.alive || this.closed || this.lingerMs <= 0) {
-          // A connection that does not answer the unlock within a second is ended (its lock goes with it).
-          if (conn.alive) {
-            const answered = await Promise.race([
-              conn.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]).then(() => true, () => false),
-              new Promise<false>((resolve) => { setTimeout(() => resolve(false), 1000).unref(); }),
-            ]);
-            if (!answered) conn.markLost();
-          }
-          this.giveBack(conn);
-          return;
+        // A connection that does not answer the unlock within a second is ended (its lock goes with it).
+        if (conn.alive) {
+          const answered = await Promise.race([
+            conn.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]).then(() => true, () => false),
+            new Promise<false>((resolve) => { setTimeout(() => resolve(false), 1000).unref(); }),
+          ]);
+          if (!answered) conn.markLost();
         }
-        conn.lingering = key;
-        conn.lingeringSince = Date.now();
-        this.lingering.set(key, conn);
         this.giveBack(conn);
       },
     };
   }
 
-  /**
-   * The idle connection whose lock lingered longest (its unlock goes with the caller's lock statement, so a busy
-   * replica gives each lock back for free and a quiet one keeps it until the sweep), else another idle one, else a
-   * new one, else waits.
-   */
+  /** An idle connection, else a new one, else waits for one. */
   private async connection(): Promise<LaneConnection> {
     for (;;) {
       if (this.closed) throw new Error('session locks are closed');
-      const oldest = this.oldestLingering();
-      if (oldest) {
-        const key = oldest.lingering;
-        this.unlinger(oldest);
-        if (!oldest.alive) continue;
-        oldest.lingering = key;
-        return oldest;
-      }
       const conn = this.idle.pop();
       if (conn) {
         if (conn.alive) return conn;
@@ -368,12 +275,6 @@ export class SessionLocks {
     }
   }
 
-  private oldestLingering(): LaneConnection | undefined {
-    let oldest: LaneConnection | undefined;
-    for (const conn of this.lingering.values()) if (!oldest || conn.lingeringSince < oldest.lingeringSince) oldest = conn;
-    return oldest;
-  }
-
   private giveBack(conn: LaneConnection): void {
     if (conn.alive && !this.closed) this.idle.push(conn);
     else { this.opened--; void conn.close(); }
@@ -383,8 +284,6 @@ export class SessionLocks {
   /** Ends every lane connection (their locks go with them). */
   async close(): Promise<void> {
     this.closed = true;
-    clearInterval(this.sweeper);
-    this.lingering.clear();
     for (const w of this.waiters.splice(0)) w();
     const all = [...this.idle.splice(0), ...[...this.held.values()].map((h) => h.conn)];
     this.held.clear();

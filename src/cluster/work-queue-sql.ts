@@ -26,13 +26,12 @@ SELECT seq, (extract(epoch FROM now()) * 1000)::float8 AS now_ms, (SELECT pg_not
 /**
  * Sessions with queued work whose lock nobody holds, the one whose oldest message waited longest first. Sessions
  * that live replicas are running are left out here (an advisory lock on a bigint key shows in pg_locks as its two
- * 32-bit halves), so a busy cluster's oldest sessions cannot hide a dead replica's from the scan. $1: the backend
- * pids of the scanning replica's lingering locks (its own to take again, not held).
+ * 32-bit halves), so a busy cluster's oldest sessions cannot hide a dead replica's from the scan.
  */
 export const WAITING_UNLOCKED = `
 WITH held AS (
   SELECT (classid::bigint << 32) | objid::bigint AS h FROM pg_locks
-  WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid <> ALL ($1::int[]) AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 )
 SELECT session_key, (extract(epoch FROM ready_at) * 1000)::float8 AS ready_ms, (extract(epoch FROM now()) * 1000)::float8 AS now_ms
 FROM sb_lane WHERE next_seq > done_seq

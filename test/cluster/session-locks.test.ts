@@ -10,8 +10,7 @@ const db = useTestDatabase();
 describePg('session locks on PostgreSQL', () => {
   const opened: SessionLocks[] = [];
   const locks = (leaseMs = 30_000, onLost?: (key: string) => void) => {
-    // lingerMs 0: the last release gives the lock back at once (lingering is session-locks-linger.test.ts's).
-    const l = new SessionLocks({ uri: db.uri, logger: silentLogger(), leaseMs, maxConnections: 4, onLost, lingerMs: 0 });
+    const l = new SessionLocks({ uri: db.uri, logger: silentLogger(), leaseMs, maxConnections: 4, onLost });
     opened.push(l);
     return l;
   };

@@ -142,28 +142,6 @@ describePg('transcript read cache across replicas (issue 31: stale history)', ()
     }
   });
 
-  it('this replica\'s own sb_done while its lock lingers after the turn costs the next turn no statement', async () => {
-    const key = 'agent:main:telegram:direct:7';
-    await a.create('s-linger', key, AT);
-    let held = (await locks.tryAcquire(key))!;
-    await runFenced(held.fence, async () => {
-      await a.append('s-linger', message('mine'));
-      expect(ids(await a.read('s-linger'))).toEqual(['mine']);
-    });
-    await held.release();
-    a.finished(key); // the notice of the turn just done, arriving after the hold ended
-    held = (await locks.tryAcquire(key))!;
-    try {
-      const counted = countStatements(db.pool, held.fence.client);
-      expect(ids(await runFenced(held.fence, () => a.read('s-linger')))).toEqual(['mine']);
-      // Taken again from its lingering connection (not fresh): nobody could have run the session meanwhile.
-      if (!held.fresh) expect(counted.n).toBe(0);
-      counted.stop();
-    } finally {
-      await held.release();
-    }
-  });
-
   it('an append that finds rows its cache lacks drops the cache (a missed hand-over cannot hide them past the next read)', async () => {
     const key = 'agent:main:telegram:direct:4';
     await a.create('s-net', key, AT);
