@@ -12,6 +12,8 @@ const CHANNELS = ['telegram', 'discord', 'slack', 'api', 'webchat'];
 
 /** The session key that has three records at the very start of the ledger: the worst case of a timeline. */
 export const RARE_KEY = 'agent:main:telegram:direct:rare';
+/** A session key with records all along the ledger (one in `sessions`): its last 100 are spread over every archive. */
+export const COMMON_KEY = 'agent:main:discord:direct:user-6';
 
 /** Writes a ledger of `records` LLM calls over `sessions` keys (about 490 bytes a line, like real ones). */
 export async function writeLedger(file: string, records: number, sessions = 3000): Promise<number> {
@@ -96,6 +98,7 @@ export async function runLedgerBench(options: { dir: string; records: number; ru
   // First start on the old ledger: no snapshot yet; the history is read in the background.
   const first = await startGateway(full);
   const usageWaitMs = await timed(`${first.url}/usage`);
+  const firstTimelineMs = await timed(`${first.url}/admin/sessions/${encodeURIComponent(COMMON_KEY)}/timeline?limit=100`);
   // Then it is rotated (split into archives of the usual size) and compressed in the background: let that end,
   // so that the measured starts are those of a gateway in its steady state.
   await archivesCompressed(path.join(full, 'audit'));
@@ -113,9 +116,11 @@ export async function runLedgerBench(options: { dir: string; records: number; ru
   const steady = await startGateway(full);
   const usageMs: number[] = [];
   const timelineMs: number[] = [];
+  const commonMs: number[] = [];
   for (let i = 0; i < 5; i++) {
     usageMs.push(await timed(`${steady.url}/usage`));
     timelineMs.push(await timed(`${steady.url}/admin/sessions/${encodeURIComponent(RARE_KEY)}/timeline?limit=100`));
+    commonMs.push(await timed(`${steady.url}/admin/sessions/${encodeURIComponent(COMMON_KEY)}/timeline?limit=100`));
   }
   await stopChild(steady.child);
   const e = percentile(emptyRuns, 50);
@@ -124,7 +129,7 @@ export async function runLedgerBench(options: { dir: string; records: number; ru
   await rm(path.dirname(empty), { recursive: true, force: true });
   return {
     records: options.records, ledgerMB: round(bytes / 1_048_576, 0), emptyMs: round(e, 0), withLedgerMs: round(f, 0), ratio: round(f / e, 2),
-    firstStartMs: round(first.healthyMs, 0), firstUsageWaitMs: round(usageWaitMs, 0),
-    usageMs: round(percentile(usageMs, 50), 1), rareTimelineMs: round(percentile(timelineMs, 50), 1), runs: options.runs,
+    firstStartMs: round(first.healthyMs, 0), firstUsageWaitMs: round(usageWaitMs, 0), firstCommonTimelineMs: round(firstTimelineMs, 0),
+    usageMs: round(percentile(usageMs, 50), 1), rareTimelineMs: round(percentile(timelineMs, 50), 1), commonTimelineMs: round(percentile(commonMs, 50), 1), runs: options.runs,
   };
 }

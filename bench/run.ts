@@ -122,7 +122,8 @@ async function main(): Promise<void> {
       results.ledger = ledger;
       table('3c. Start-up with a token ledger: spawn → /healthz (compiled), empty vs the ledger (snapshot since the first start), and reads once running', [{
         records: ledger.records, 'ledger MB': ledger.ledgerMB, 'empty ms': ledger.emptyMs, 'with ledger ms': ledger.withLedgerMs, ratio: ledger.ratio,
-        'first start ms': ledger.firstStartMs, 'first /usage wait ms': ledger.firstUsageWaitMs, '/usage ms': ledger.usageMs, 'rare key timeline ms': ledger.rareTimelineMs,
+        'first start ms': ledger.firstStartMs, 'first /usage wait ms': ledger.firstUsageWaitMs, 'first common timeline ms': ledger.firstCommonTimelineMs,
+        '/usage ms': ledger.usageMs, 'rare key timeline ms': ledger.rareTimelineMs, 'common key timeline ms': ledger.commonTimelineMs,
       }]);
     }
     if (only.has('cluster')) {

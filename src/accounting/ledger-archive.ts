@@ -3,9 +3,8 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
-import { createGzip, gunzip } from 'node:zlib';
+import { gunzip } from 'node:zlib';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -67,29 +66,18 @@ export async function listArchives(activeFile: string): Promise<LedgerArchive[]>
   return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/** Compresses a rotated `.jsonl` into `.jsonl.gz` (streamed, off the event loop) and removes the plain file. */
-export async function compressArchive(dir: string, name: string): Promise<string> {
-  const source = path.join(dir, name);
-  const target = `${source}.gz`;
-  const partial = `${target}.tmp`;
-  await pipeline(createReadStream(source), createGzip(), createWriteStream(partial));
-  await rename(partial, target);
-  await rm(source, { force: true });
-  return `${name}.gz`;
-}
-
 /** The text of an archive, decompressed on the thread pool. */
 export async function readArchive(dir: string, archive: LedgerArchive): Promise<Buffer> {
   const raw = await readFile(path.join(dir, archive.name));
   return archive.compressed ? gunzipAsync(raw) : raw;
 }
 
-/** Removes leftovers of a compression or a split cut short (`.gz.tmp`, `.part`). */
+/** Removes leftovers of a compression or a split cut short (`.gz.tmp`, `.gz.idx.tmp`, `.part`). */
 export async function removePartials(activeFile: string): Promise<void> {
   const dir = path.dirname(activeFile);
   const prefix = `${baseOf(activeFile)}.`;
   const names = await readdir(dir).catch(() => [] as string[]);
-  const partial = (n: string) => n.startsWith(prefix) && (n.endsWith('.jsonl.gz.tmp') || n.endsWith('.jsonl.part'));
+  const partial = (n: string) => n.startsWith(prefix) && (n.endsWith('.jsonl.gz.tmp') || n.endsWith('.jsonl.gz.idx.tmp') || n.endsWith('.jsonl.part'));
   await Promise.all(names.filter(partial).map((n) => rm(path.join(dir, n), { force: true })));
 }
 

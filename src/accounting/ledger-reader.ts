@@ -3,6 +3,7 @@ import { open } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { Logger } from '../core/logger.ts';
 import { KeyFilter, readArchive, type LedgerArchive } from './ledger-archive.ts';
+import { keyBlocks } from './ledger-blocks.ts';
 import { parseLedgerLine, type LedgerRecord } from './ledger-record.ts';
 
 const CHUNK = 64 * 1024;
@@ -89,6 +90,18 @@ export async function readLedgerBackwards(
   if (await readActiveBackwards(source.file, take)) return found;
   for (const archive of [...source.archives()].reverse()) {
     if (options.sessionKey && archive.keys && !archive.keys.mayHave(options.sessionKey)) continue;
+    // A block index: only the gzip members that hold the key's records are read.
+    const blocks = options.sessionKey ? await keyBlocks(source.dir, archive, options.sessionKey).catch(() => undefined) : undefined;
+    if (blocks) {
+      let done = false;
+      try {
+        for await (const block of blocks) if ((done = linesBackwards(block, take))) break;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      }
+      if (done) return found;
+      continue;
+    }
     let buffer: Buffer;
     try {
       buffer = await readArchive(source.dir, archive);

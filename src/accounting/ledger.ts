@@ -4,8 +4,9 @@ import path from 'node:path';
 import { AppendOnlyFile } from '../core/append-only-file.ts';
 import type { Logger } from '../core/logger.ts';
 import {
-  archiveName, compressArchive, KeyFilter, listArchives, removePartials, splitIntoArchives, type LedgerArchive,
+  archiveName, KeyFilter, listArchives, removePartials, splitIntoArchives, type LedgerArchive,
 } from './ledger-archive.ts';
+import { blockIndexName, compressArchive } from './ledger-blocks.ts';
 import type { LedgerRecord } from './ledger-record.ts';
 import { readLedgerBackwards, scanLedgerArchive, scanLedgerRange } from './ledger-reader.ts';
 
@@ -313,7 +314,7 @@ export class TokenLedger {
     const expired = this.archives.filter((a) => a.rotatedAt < cutoff && a.compressed);
     if (!expired.length) return;
     this.archives = this.archives.filter((a) => !expired.includes(a));
-    await Promise.all(expired.map((a) => rm(path.join(this.dir, a.name), { force: true })));
+    await Promise.all(expired.flatMap((a) => [rm(path.join(this.dir, a.name), { force: true }), rm(path.join(this.dir, blockIndexName(a.name)), { force: true })]));
     this.logger.info({ deleted: expired.map((a) => a.name) }, 'deleted token ledger archives past ledger.retentionDays');
   }
 }
