@@ -2,7 +2,7 @@
 // measured in the same run. Prints a table and writes bench/results/latest.json. Asserts nothing.
 //   BENCH_QUICK=1         smaller sizes (a quick look, not the reported figures)
 //   BENCH_SESSIONS=16     only these end-to-end levels (default 1,16,256)
-//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, delivery, media, store, startup, ledger, memory, context, cluster);
+//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, delivery, media, jobs, store, startup, ledger, memory, context, cluster);
 //                         `npm run bench -- cluster` names them on the command line
 // Memory runs first, while the process heap holds nothing else.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -18,13 +18,14 @@ import { runToolBench } from './tool-bench.ts';
 import { runMcpBench } from './mcp-bench.ts';
 import { runDeliveryBench } from './delivery-bench.ts';
 import { runMediaBench } from './media-bench.ts';
+import { runJobsBench } from './jobs-bench.ts';
 
 const quick = process.env.BENCH_QUICK === '1';
 /** BENCH_SESSIONS=16 (or 1,16): only some of the end-to-end levels. */
 const sessionLevels = (process.env.BENCH_SESSIONS ?? '1,16,256').split(',').map(Number);
 // `npm run bench -- cluster` (or BENCH_ONLY=cluster): parts named on the command line. The cluster part needs
 // PostgreSQL (SWITCHBOARD_BENCH_POSTGRES or SWITCHBOARD_TEST_POSTGRES) and some 8 minutes; it is not in the default list.
-const only = new Set((process.argv[2] ?? process.env.BENCH_ONLY ?? 'e2e,tools,mcp,delivery,media,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
+const only = new Set((process.argv[2] ?? process.env.BENCH_ONLY ?? 'e2e,tools,mcp,delivery,media,jobs,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
 const root = path.resolve(import.meta.dirname, '..');
 const work = path.join(os.tmpdir(), `switchboard-bench-${process.pid}`);
 
@@ -116,6 +117,14 @@ async function main(): Promise<void> {
       const startup = await runStartupBench({ dir: work, stored: quick ? 10_000 : 100_000, runs: quick ? 2 : 5 });
       results.startup = startup;
       table('3a. Start-up: spawn → /healthz answering (compiled build; from source through tsx for comparison; with files in data/media)', [{ 'stored sessions': startup.storedSessions, 'empty ms': startup.emptyMs, 'with sessions ms': startup.withSessionsMs, ratio: startup.ratio, 'from source ms': startup.fromSourceWithSessionsMs, 'media files': startup.mediaFiles, 'with media ms': startup.withMediaMs, 'media ratio': startup.mediaRatio }]);
+    }
+    if (only.has('jobs')) {
+      const jobs = await runJobsBench({ dir: work, count: quick ? 2000 : 10_000, minutes: quick ? 5 : 20 });
+      results.jobs = jobs;
+      table('2d. Scheduled jobs: a due time with many jobs in the SQLite store (hourly jobs spread over the minutes; the intake takes each run at once)', [{
+        jobs: jobs.jobs, 'start ms': jobs.startMs, 'start CPU ms': jobs.startCpuMs, 'due times': jobs.dueTimes, 'runs per due time': jobs.runsPerDueTime,
+        'due time ms': jobs.dueTimeMs, 'due time CPU ms': jobs.dueTimeCpuMs, 'µs per run': jobs.perRunUs,
+      }]);
     }
     if (only.has('ledger')) {
       const ledger = await runLedgerBench({ dir: work, records: quick ? 30_000 : 300_000, runs: quick ? 2 : 5 });

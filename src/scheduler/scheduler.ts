@@ -34,6 +34,8 @@ const realTimers: DeadlineTimers = {
 
 /** The longest a timer is set for: Node's limit is 2^31-1 ms; a later due time is reached by setting it again. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** How soon a job whose look failed is looked at again. */
+const RETRY_MS = 10_000;
 
 /**
  * Runs scheduled jobs (SPEC §17). Each due time of a job runs once: it is submitted to the gateway as an internal
@@ -47,6 +49,13 @@ export class Scheduler implements JobsService {
   private readonly timers: DeadlineTimers;
   private readonly schedules = new Map<string, Schedule>();
   private readonly jobs = new Map<string, Job>();
+  /**
+   * The next due time of each job as the last look at it found it: a pass looks only at the jobs due by now and
+   * those in {@link toCheck}, not at every job (a pass with 10,000 jobs read each one's state).
+   */
+  private readonly nextDueAt = new Map<string, number>();
+  /** Jobs to look at in the next pass whatever their due time (added, resumed, or all of them at start). */
+  private readonly toCheck = new Set<string>();
   private timer: unknown;
   private timerAt?: number;
   private stopped = true;
@@ -80,6 +89,7 @@ export class Scheduler implements JobsService {
         this.options.logger.warn({ err: error, jobId: job.id }, 'a stored job has a schedule that is no longer valid; it is skipped');
       }
     }
+    for (const id of this.jobs.keys()) this.toCheck.add(id);
     this.stopped = false;
     await this.tick();
   }
@@ -151,6 +161,7 @@ export class Scheduler implements JobsService {
   async setPaused(id: string, paused: boolean): Promise<JobView> {
     const job = this.requireJob(id);
     await this.options.store.setPaused(id, paused);
+    this.toCheck.add(id);
     await this.tick();
     return this.viewOf(job, this.options.clock.now());
   }
@@ -193,11 +204,14 @@ export class Scheduler implements JobsService {
     const schedule = parseSchedule(job.schedule, { ...(job.timezone ? { timezone: job.timezone } : {}), minIntervalSeconds: this.options.config.scheduler.minIntervalSeconds });
     this.jobs.set(job.id, job);
     this.schedules.set(job.id, schedule);
+    this.toCheck.add(job.id);
   }
 
   private forget(id: string): void {
     this.jobs.delete(id);
     this.schedules.delete(id);
+    this.nextDueAt.delete(id);
+    this.toCheck.delete(id);
   }
 
   private async viewOf(job: Job, now: number): Promise<JobView> {
@@ -225,27 +239,46 @@ export class Scheduler implements JobsService {
   private async pass(): Promise<void> {
     if (this.stopped) return;
     const now = this.options.clock.now();
-    let earliest: number | undefined;
-    for (const job of [...this.jobs.values()]) {
-      if (!job.enabled) continue;
-      const state = await this.options.store.stateOf(job.id, now);
-      if (state.paused) continue;
-      const schedule = this.schedules.get(job.id);
-      if (!schedule) continue;
-      const since = schedule.kind === 'once' ? (state.lastDueAt ?? -1) : Math.max(state.lastDueAt ?? -Infinity, state.since);
-      const due = schedule.latestDue(since, now);
-      if (due !== undefined) {
-        if (due < now - 60_000) this.options.logger.info({ jobId: job.id, dueAt: new Date(due).toISOString() }, 'a run missed while the gateway was down fires now (once)');
-        // Submitted before it is claimed: the gateway journals the run under an id of the job and the due time and
-        // takes a second submit of it as a duplicate, so a crash between the two (or a replica racing this one)
-        // neither loses the run nor runs it twice; the claim then moves the job past this due time.
-        await this.submit(job, due, `job:${job.id}:${due}`);
-        await this.options.store.claim(job.id, due);
+    const looked = new Set(this.toCheck);
+    this.toCheck.clear();
+    for (const [id, at] of this.nextDueAt) if (at <= now) looked.add(id);
+    let failed = false;
+    for (const id of looked) {
+      this.nextDueAt.delete(id);
+      try {
+        const next = await this.look(id, now);
+        if (next !== undefined) this.nextDueAt.set(id, next);
+      } catch (error) {
+        // Looked at again shortly (a store that failed once, a gateway that refused): the job is not dropped.
+        this.options.logger.error({ err: error, jobId: id }, 'a due job could not be run; it is looked at again in 10 s');
+        this.toCheck.add(id);
+        failed = true;
       }
-      const next = schedule.next(Math.max(now, due ?? now));
-      if (next !== undefined && (earliest === undefined || next < earliest)) earliest = next;
     }
+    let earliest: number | undefined = failed ? now + RETRY_MS : undefined;
+    for (const at of this.nextDueAt.values()) if (earliest === undefined || at < earliest) earliest = at;
     this.arm(earliest, now);
+  }
+
+  /** Fires a job if one of its due times has come (once); returns its next due time. */
+  private async look(id: string, now: number): Promise<number | undefined> {
+    const job = this.jobs.get(id);
+    const schedule = this.schedules.get(id);
+    if (!job?.enabled || !schedule) return undefined;
+    const state = await this.options.store.stateOf(job.id, now);
+    // A paused job is looked at again at its next due time (another replica may resume it meanwhile).
+    if (state.paused) return schedule.next(now);
+    const since = schedule.kind === 'once' ? (state.lastDueAt ?? -1) : Math.max(state.lastDueAt ?? -Infinity, state.since);
+    const due = schedule.latestDue(since, now);
+    if (due !== undefined) {
+      if (due < now - 60_000) this.options.logger.info({ jobId: job.id, dueAt: new Date(due).toISOString() }, 'a run missed while the gateway was down fires now (once)');
+      // Submitted before it is claimed: the gateway journals the run under an id of the job and the due time and
+      // takes a second submit of it as a duplicate, so a crash between the two (or a replica racing this one)
+      // neither loses the run nor runs it twice; the claim then moves the job past this due time.
+      await this.submit(job, due, `job:${job.id}:${due}`);
+      await this.options.store.claim(job.id, due);
+    }
+    return schedule.next(Math.max(now, due ?? now));
   }
 
   private arm(at: number | undefined, now: number): void {

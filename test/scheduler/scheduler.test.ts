@@ -153,4 +153,45 @@ describe('Scheduler (SPEC §17)', () => {
     await expect(add({ peer: '42' })).resolves.toMatchObject({ job: { deliverTo: { peer: '42' } } });
     scheduler.stop();
   });
+
+  it('a pass looks only at the jobs due by then (each job\'s state is read at its due time, not at every job\'s)', async () => {
+    // 120 hourly jobs, two at each minute of the hour.
+    const jobs = Array.from({ length: 120 }, (_, i) => ({ id: `j${i}`, schedule: `${i % 60} * * * *`, prompt: `job ${i}`, deliverTo: { channel: 'telegram', peer: '42' } }));
+    const time = new TestTime(Date.UTC(2026, 11, 2, 7, 0, 30));
+    const store = new MemoryJobStore();
+    const looked: string[] = [];
+    const stateOf = store.stateOf.bind(store);
+    store.stateOf = (id, now) => { looked.push(id); return stateOf(id, now); };
+    const { scheduler, messages } = make(jobs, time, store);
+    await scheduler.start();
+    expect(looked).toHaveLength(120); // at start, every job once
+    looked.length = 0;
+    await time.advanceTo(Date.UTC(2026, 11, 2, 7, 1, 30), scheduler);
+    expect(looked.sort()).toEqual(['j1', 'j61']);
+    expect(messages.map((m) => m.id).sort()).toEqual([`job:j1:${Date.UTC(2026, 11, 2, 7, 1)}`, `job:j61:${Date.UTC(2026, 11, 2, 7, 1)}`]);
+    // An hour later every job fired once more, each looked at once.
+    looked.length = 0;
+    await time.advanceTo(Date.UTC(2026, 11, 2, 8, 1, 30), scheduler);
+    expect(looked).toHaveLength(120);
+    expect(messages).toHaveLength(122);
+    scheduler.stop();
+  });
+
+  it('a job whose look failed at its due time is looked at again 10 s later and fires once', async () => {
+    const time = new TestTime(BERLIN_8AM_DEC_2 - HOUR);
+    const store = new MemoryJobStore();
+    const stateOf = store.stateOf.bind(store);
+    let failures = 0;
+    store.stateOf = async (id, now) => {
+      if (now >= BERLIN_8AM_DEC_2 && failures++ === 0) throw new Error('store unreachable');
+      return stateOf(id, now);
+    };
+    const { scheduler, messages } = make([daily], time, store);
+    await scheduler.start();
+    await time.advanceTo(BERLIN_8AM_DEC_2 + 5_000, scheduler);
+    expect(messages).toHaveLength(0);
+    await time.advanceTo(BERLIN_8AM_DEC_2 + 11_000, scheduler);
+    expect(messages.map((m) => m.id)).toEqual([`job:digest:${BERLIN_8AM_DEC_2}`]);
+    scheduler.stop();
+  });
 });
