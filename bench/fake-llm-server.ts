@@ -40,6 +40,15 @@ const server = createServer((req, res) => {
     bytes = 0;
     return;
   }
+  // A provider that is down (the failover bench's primary): 503 at once, as an overloaded API answers.
+  if (req.url?.startsWith('/down/')) {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'The server is overloaded.', type: 'server_error', code: null } }));
+    });
+    return;
+  }
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {

@@ -2,7 +2,7 @@
 // measured in the same run. Prints a table and writes bench/results/latest.json. Asserts nothing.
 //   BENCH_QUICK=1         smaller sizes (a quick look, not the reported figures)
 //   BENCH_SESSIONS=16     only these end-to-end levels (default 1,16,256)
-//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, delivery, media, jobs, store, startup, ledger, memory, context, cluster);
+//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, delivery, media, jobs, failover, store, startup, ledger, memory, context, cluster);
 //                         `npm run bench -- cluster` names them on the command line
 // Memory runs first, while the process heap holds nothing else.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -19,13 +19,14 @@ import { runMcpBench } from './mcp-bench.ts';
 import { runDeliveryBench } from './delivery-bench.ts';
 import { runMediaBench } from './media-bench.ts';
 import { runJobsBench } from './jobs-bench.ts';
+import { runFailoverBench } from './failover-bench.ts';
 
 const quick = process.env.BENCH_QUICK === '1';
 /** BENCH_SESSIONS=16 (or 1,16): only some of the end-to-end levels. */
 const sessionLevels = (process.env.BENCH_SESSIONS ?? '1,16,256').split(',').map(Number);
 // `npm run bench -- cluster` (or BENCH_ONLY=cluster): parts named on the command line. The cluster part needs
 // PostgreSQL (SWITCHBOARD_BENCH_POSTGRES or SWITCHBOARD_TEST_POSTGRES) and some 8 minutes; it is not in the default list.
-const only = new Set((process.argv[2] ?? process.env.BENCH_ONLY ?? 'e2e,tools,mcp,delivery,media,jobs,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
+const only = new Set((process.argv[2] ?? process.env.BENCH_ONLY ?? 'e2e,tools,mcp,delivery,media,jobs,failover,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
 const root = path.resolve(import.meta.dirname, '..');
 const work = path.join(os.tmpdir(), `switchboard-bench-${process.pid}`);
 
@@ -125,6 +126,20 @@ async function main(): Promise<void> {
         jobs: jobs.jobs, 'start ms': jobs.startMs, 'start CPU ms': jobs.startCpuMs, 'due times': jobs.dueTimes, 'runs per due time': jobs.runsPerDueTime,
         'due time ms': jobs.dueTimeMs, 'due time CPU ms': jobs.dueTimeCpuMs, 'µs per run': jobs.perRunUs,
       }]);
+    }
+    if (only.has('failover')) {
+      const llm = await startFakeLlmProcess();
+      try {
+        const failover = await runFailoverBench({ baseURL: llm.baseURL, dir: work, rounds: quick ? 3 : 5, turns: quick ? 50 : 200 });
+        results.failover = failover;
+        table('2e. Failover: the agent\'s provider answers 503, its fallback answers (ms per turn, medians; the fallback alone beside)', [{
+          'fallback alone: first turn ms': failover.fallbackFirstMs, 'later turns ms': failover.fallbackOnlyMs, 'failed turn (first) ms': failover.firstFailedMs, 'added ms': failover.addedByFailureMs,
+          'turns after (cooling) ms': failover.whileCoolingMs, 'added after ms': failover.addedWhileCoolingMs,
+          'failed turn, SDK retries (default 2) ms': failover.firstFailedWithRetriesMs, 'added with retries ms': failover.addedWithRetriesMs,
+        }]);
+      } finally {
+        await llm.stop();
+      }
     }
     if (only.has('ledger')) {
       const ledger = await runLedgerBench({ dir: work, records: quick ? 30_000 : 300_000, runs: quick ? 2 : 5 });
