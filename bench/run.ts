@@ -2,7 +2,7 @@
 // measured in the same run. Prints a table and writes bench/results/latest.json. Asserts nothing.
 //   BENCH_QUICK=1         smaller sizes (a quick look, not the reported figures)
 //   BENCH_SESSIONS=16     only these end-to-end levels (default 1,16,256)
-//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, delivery, media, jobs, failover, store, startup, ledger, memory, context, cluster);
+//   BENCH_ONLY=e2e,store  run only some parts (e2e, tools, mcp, delivery, streaming, media, jobs, failover, store, startup, ledger, memory, context, cluster);
 //                         `npm run bench -- cluster` names them on the command line
 // Memory runs first, while the process heap holds nothing else.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -20,13 +20,14 @@ import { runDeliveryBench } from './delivery-bench.ts';
 import { runMediaBench } from './media-bench.ts';
 import { runJobsBench } from './jobs-bench.ts';
 import { runFailoverBench } from './failover-bench.ts';
+import { runStreamingBench } from './streaming-bench.ts';
 
 const quick = process.env.BENCH_QUICK === '1';
 /** BENCH_SESSIONS=16 (or 1,16): only some of the end-to-end levels. */
 const sessionLevels = (process.env.BENCH_SESSIONS ?? '1,16,256').split(',').map(Number);
 // `npm run bench -- cluster` (or BENCH_ONLY=cluster): parts named on the command line. The cluster part needs
 // PostgreSQL (SWITCHBOARD_BENCH_POSTGRES or SWITCHBOARD_TEST_POSTGRES) and some 8 minutes; it is not in the default list.
-const only = new Set((process.argv[2] ?? process.env.BENCH_ONLY ?? 'e2e,tools,mcp,delivery,media,jobs,failover,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
+const only = new Set((process.argv[2] ?? process.env.BENCH_ONLY ?? 'e2e,tools,mcp,delivery,streaming,media,jobs,failover,store,startup,ledger,memory,context').split(',').map((s) => s.trim()));
 const root = path.resolve(import.meta.dirname, '..');
 const work = path.join(os.tmpdir(), `switchboard-bench-${process.pid}`);
 
@@ -118,6 +119,13 @@ async function main(): Promise<void> {
       const startup = await runStartupBench({ dir: work, stored: quick ? 10_000 : 100_000, runs: quick ? 2 : 5 });
       results.startup = startup;
       table('3a. Start-up: spawn → /healthz answering (compiled build; from source through tsx for comparison; with files in data/media)', [{ 'stored sessions': startup.storedSessions, 'empty ms': startup.emptyMs, 'with sessions ms': startup.withSessionsMs, ratio: startup.ratio, 'from source ms': startup.fromSourceWithSessionsMs, 'media files': startup.mediaFiles, 'with media ms': startup.withMediaMs, 'media ratio': startup.mediaRatio }]);
+    }
+    if (only.has('streaming')) {
+      const streaming = await runStreamingBench({ answers: quick ? 5 : 20, chars: 4000, deltaChars: 12, deltaMs: 30 });
+      results.streaming = streaming;
+      table('2c. Streaming edits: a 4,000-character Markdown answer in 12-character deltas every 30 ms, the default cadence (one edit a second per chat); CPU per post or edit (the whole text rendered again)', streaming.map((r) => ({
+        channel: r.channel, 'stream s': r.streamSeconds, 'posts/answer': r.postsPerAnswer, 'edits/answer': r.editsPerAnswer, 'CPU µs per call': r.cpuUsPerCall, 'CPU ms per answer': r.cpuMsPerAnswer,
+      })));
     }
     if (only.has('jobs')) {
       const jobs = await runJobsBench({ dir: work, count: quick ? 2000 : 10_000, minutes: quick ? 5 : 20 });
