@@ -48,14 +48,8 @@ export async function compressArchive(dir: string, name: string): Promise<string
   const add = (line: Buffer) => {
     block.push(line);
     blockBytes += line.length;
-    const quoted = SESSION_KEY.exec(line.toString('utf8'))?.[1];
-    if (!quoted) return;
-    let key: string;
-    try {
-      key = JSON.parse(quoted) as string;
-    } catch {
-      return;
-    }
+    const key = sessionKeyOf(line);
+    if (key === undefined) return;
     const blocks = (index.keys[key] ??= []);
     if (blocks[blocks.length - 1] !== index.offsets.length) blocks.push(index.offsets.length);
   };
@@ -92,6 +86,25 @@ export async function compressArchive(dir: string, name: string): Promise<string
   await rename(partial, target);
   await rm(source, { force: true });
   return `${name}.gz`;
+}
+
+const KEY_MARK = Buffer.from('"sessionKey":"');
+
+/** A record line's session key, read from the bytes (no whole-line decoding; JSON only when the key has escapes). */
+function sessionKeyOf(line: Buffer): string | undefined {
+  const at = line.indexOf(KEY_MARK);
+  if (at < 0) return undefined;
+  const start = at + KEY_MARK.length;
+  const end = line.indexOf(0x22, start);
+  if (end < 0) return undefined;
+  const raw = line.toString('utf8', start, end);
+  if (!raw.includes('\\')) return raw;
+  const quoted = SESSION_KEY.exec(line.toString('utf8'))?.[1];
+  try {
+    return quoted === undefined ? undefined : (JSON.parse(quoted) as string);
+  } catch {
+    return undefined;
+  }
 }
 
 const cache = new Map<string, BlockIndex | null>();
