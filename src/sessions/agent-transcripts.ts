@@ -18,10 +18,13 @@ export class AgentTranscriptStores implements TranscriptStore {
   private readonly stateDir: string;
   private readonly logger: Logger;
   private readonly defaultAgent: string;
+  private readonly handleLimit: number | undefined;
 
-  constructor(options: { stateDir: string; agentIds: readonly string[]; logger: Logger }) {
+  /** `handleLimit`: files each agent's store keeps open (see {@link JsonlTranscriptStore}). */
+  constructor(options: { stateDir: string; agentIds: readonly string[]; logger: Logger; handleLimit?: number }) {
     this.stateDir = options.stateDir;
     this.logger = options.logger;
+    this.handleLimit = options.handleLimit;
     this.defaultAgent = options.agentIds[0] ?? 'main';
     const onDisk = existsSync(path.join(this.stateDir, 'agents')) ? readdirSync(path.join(this.stateDir, 'agents')) : [];
     for (const id of new Set([...options.agentIds, ...onDisk])) this.forAgent(id);
@@ -31,7 +34,9 @@ export class AgentTranscriptStores implements TranscriptStore {
   forAgent(agentId: string): JsonlTranscriptStore {
     let store = this.stores.get(agentId);
     if (!store) {
-      store = new JsonlTranscriptStore({ dir: path.join(this.stateDir, 'agents', agentId, 'sessions'), logger: this.logger });
+      store = new JsonlTranscriptStore({
+        dir: path.join(this.stateDir, 'agents', agentId, 'sessions'), logger: this.logger, ...(this.handleLimit ? { handleLimit: this.handleLimit } : {}),
+      });
       this.stores.set(agentId, store);
     }
     return store;
