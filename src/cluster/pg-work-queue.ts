@@ -72,6 +72,8 @@ export class PgWorkQueue implements SharedQueue {
   private readonly working = new Map<string, Working>();
   private readonly order = new ClaimOrder();
   private readonly afterDone = new Map<string, AfterDone>();
+  /** The lock of each session this replica is draining: its jobs run under it (see {@link runExclusive}). */
+  private readonly claims = new Map<string, Fence>();
   /** Replies the platform took, by job, not yet written (the job's next statement carries them). */
   private readonly sentCounts = new Map<string, number>();
   /** Sessions with a message accepted here without notifying the others: they are told if the lock is not had here. */
@@ -138,7 +140,12 @@ export class PgWorkQueue implements SharedQueue {
     return waiter.promise;
   }
 
-  async runExclusive<T>(key: string, work: () => Promise<T>): Promise<T> {
+  async runExclusive<T>(key: string, work: () => Promise<T>, job?: QueuedJob): Promise<T> {
+    if (job) {
+      const claim = this.claims.get(key);
+      if (!claim || claim.key !== key || !claim.alive) throw new LeaseLostError(key, new Error('the claim of this message lost its session lock; another replica runs it'));
+      return runFenced(claim, work);
+    }
     const lock = await this.options.locks.acquire(key, this.options.lockWaitMs ?? 120_000);
     if (!lock) throw new LeaseLostError(key, new Error('the session stayed locked by another replica'));
     try {
@@ -349,6 +356,7 @@ export class PgWorkQueue implements SharedQueue {
       return;
     }
     this.unannounced.delete(key);
+    this.claims.set(key, lock.fence);
     let lost: boolean;
     let wasFull: boolean;
     try {
@@ -360,6 +368,7 @@ export class PgWorkQueue implements SharedQueue {
       if (!lost) this.options.logger.error({ err: error, sessionKey: key }, 'running the queued messages of a session failed');
     } finally {
       this.afterDone.delete(key);
+      this.claims.delete(key);
       await lock.release();
       wasFull = this.working.size >= this.options.maxClaims;
       this.working.delete(key);

@@ -163,9 +163,9 @@ export class Gateway {
     return this.enqueue(job.message, job.key, job.correlationId, {}, logger, true, job.replayed ? { replayed: true, sent: job.sent } : undefined, job);
   }
 
-  /** Cluster mode: the turn holds its session's lock across replicas (shared with a claim of this replica). */
-  private exclusive<T>(key: string, work: () => Promise<T>): Promise<T> {
-    return this.options.queue ? this.options.queue.runExclusive(key, work) : work();
+  /** Cluster mode: the turn holds its session's lock across replicas (a claimed job: its claim's lock, never a new one). */
+  private exclusive<T>(key: string, work: () => Promise<T>, job?: QueuedJob): Promise<T> {
+    return this.options.queue ? this.options.queue.runExclusive(key, work, job) : work();
   }
 
   /** Re-queues messages the journal says were accepted but never answered (after a crash or a stop). */
@@ -291,7 +291,7 @@ export class Gateway {
           if (plan?.kind === 'run') plan.end(result);
           resolve(result);
         }
-      }).catch((error: unknown) => {
+      }, job).catch((error: unknown) => {
         // The session lock could not be had (the database is unreachable, or another replica kept it).
         logger.error({ err: error, sessionKey: key }, 'the turn could not take its session lock');
         resolve(undefined);

@@ -37,8 +37,14 @@ export interface SharedQueue {
   markSeen(message: InboundMessage, outcome: SeenOutcome): Promise<boolean>;
   /** Settles with the turn's result once message `seq` of `key` is done, on whichever replica ran it. */
   whenDone(key: string, seq: number): Promise<TurnResult | undefined>;
-  /** Runs `work` holding the session's lock (waiting for another replica to give it back), its writes fenced by it. */
-  runExclusive<T>(key: string, work: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` holding the session's lock (waiting for another replica to give it back), its writes fenced by it.
+   * With `job` (a message this replica claimed), `work` runs under that claim's lock and never takes the lock
+   * afresh: once the claim's lock is gone another replica runs the message, so this rejects with
+   * `LeaseLostError` (a lane task that started after the loss would otherwise wait for the lock and run the
+   * message a second time).
+   */
+  runExclusive<T>(key: string, work: () => Promise<T>, job?: QueuedJob): Promise<T>;
   /** Reply `index` of the job is about to be sent. */
   sending(job: QueuedJob, index: number): Promise<void>;
   /** The first `count` replies of the job reached the platform. */

@@ -1,6 +1,8 @@
 import { afterEach, expect, it } from 'vitest';
 import { ClusterListener } from '../../src/cluster/cluster-listener.ts';
+import { currentFence } from '../../src/cluster/fence.ts';
 import { PgWorkQueue } from '../../src/cluster/pg-work-queue.ts';
+import { LeaseLostError } from '../../src/core/errors.ts';
 import { SessionLocks } from '../../src/cluster/session-locks.ts';
 import type { TurnResult } from '../../src/core/channel-adapter.ts';
 import { silentLogger } from '../../src/core/logger.ts';
@@ -69,5 +71,28 @@ describePg('the shared work queue', () => {
     await expect(q.whenDone('k3', third.seq)).resolves.toMatchObject({ sessionKey: 'k3' });
     expect(ran.slice(2)).toEqual(['k3']);
     gates.get('k2')?.();
+  });
+
+  it('a claimed message whose claim lost its lock is never run under a lock taken afresh (another replica runs it)', async () => {
+    const q = await queue('claimer');
+    const outcome = new Promise<{ jobRun: unknown; freshRun: unknown }>((resolve) => {
+      q.start(async (job) => {
+        // The claim's lane connection dies (a freeze past the lease, a cut) before the job's lane task runs.
+        const fence = currentFence()!;
+        const pid = (fence.client as unknown as { processID: number }).processID;
+        await db.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+        for (let i = 0; i < 400 && fence.alive; i++) await new Promise((r) => setTimeout(r, 5));
+        let ran = false;
+        const jobRun = await q.runExclusive(job.key, async () => { ran = true; }, job).then(() => ran, (error: unknown) => error);
+        // Work that is not a claimed job (an HTTP turn) takes the lock afresh.
+        const freshRun = await q.runExclusive(job.key, async () => 'fresh');
+        resolve({ jobRun, freshRun });
+        return undefined;
+      });
+    });
+    await q.accept(message('m1'), 'agent:main:direct:lost', 'c1');
+    const { jobRun, freshRun } = await outcome;
+    expect(jobRun).toBeInstanceOf(LeaseLostError);
+    expect(freshRun).toBe('fresh');
   });
 });
