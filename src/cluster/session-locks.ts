@@ -196,10 +196,11 @@ export class SessionLocks {
   }
 
   /**
-   * For the last statement of a key's holds here (the queue's done mark when no message follows): returns a callback to call with whether that statement gave the lock back itself (one statement
-   * saved per turn); meanwhile a new hold of the key waits for the outcome, and once given back it takes the lock
-   * afresh. The holds of a key are the claim's and its lane's running task (a lane runs one task of a key at a
-   * time), so nothing else of the replica runs under the lock after that statement.
+   * For the last statement of a key's holds here (the queue's done mark when no message follows): returns a
+   * callback to call with whether that statement gave the lock back itself (one statement saved per turn);
+   * meanwhile a new hold of the key waits for the outcome, and once given back it takes the lock afresh. While a
+   * claim drains a key, its jobs run under the claim's hold and the key's lane runs one task at a time, so nothing
+   * else of the replica runs under the lock after that statement.
    */
   beginGiveBack(key: string): ((unlocked: boolean) => void) | undefined {
     const entry = this.held.get(key);
