@@ -4,7 +4,7 @@ import { isQuietHeartbeat } from '../scheduler/heartbeat.ts';
 import { zeroUsage } from '../agent/turn-events.ts';
 import { warmTokenCounts } from '../tokens/tokens.ts';
 import type { ChannelAdapter, InboundSink, Submission, SubmitOptions, TurnResult } from '../core/channel-adapter.ts';
-import { ChosenModelError, isAbortError, SessionKeyError, ShuttingDownError, SwitchboardError, TurnAbortedError } from '../core/errors.ts';
+import { ChosenModelError, isAbortError, LeaseLostError, SessionKeyError, ShuttingDownError, SwitchboardError, TurnAbortedError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { InboundMessage, OutboundFile, OutboundMessage } from '../core/message.ts';
 import { agentOf } from '../routing/bindings.ts';
@@ -292,8 +292,10 @@ export class Gateway {
           resolve(result);
         }
       }, job).catch((error: unknown) => {
-        // The session lock could not be had (the database is unreachable, or another replica kept it).
-        logger.error({ err: error, sessionKey: key }, 'the turn could not take its session lock');
+        // The session lock could not be had (the database is unreachable, or another replica kept it), or the
+        // claim of a queued message lost it before its turn began: another replica runs that message.
+        if (job && error instanceof LeaseLostError) logger.warn({ err: error, sessionKey: key, seq: job.seq }, 'the claim of a queued message lost its session lock before the turn began; another replica runs it');
+        else logger.error({ err: error, sessionKey: key }, 'the turn could not take its session lock');
         resolve(undefined);
       }), () => resolve(undefined));
     });
