@@ -21,10 +21,6 @@ class LaneConnection implements Fence {
     };
   }
 
-  get pid(): number | undefined {
-    return (this.client as unknown as { processID?: number }).processID;
-  }
-
   async connect(leaseMs: number): Promise<void> {
     this.client.on('error', (err) => this.lost(err));
     this.client.on('end', () => this.lost());
