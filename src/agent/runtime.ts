@@ -13,6 +13,7 @@ import type { SessionEntry } from '../sessions/entry.ts';
 import type { ActiveSession, SessionInit, SessionManager } from '../sessions/manager.ts';
 import { evaluateReset, resolveResetPolicy, type ResetPolicy, type ResetReason } from '../sessions/reset.ts';
 import type { TranscriptEntry, TranscriptStore } from '../sessions/transcript.ts';
+import { SessionHistory } from './session-history.ts';
 import type { ToolPolicy } from '../config/schema.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { batchInputOf, BatchRunner } from './batch-runner.ts';
@@ -74,9 +75,7 @@ export class AgentRuntime {
   private readonly caller: ProviderCaller;
   private readonly settler: RunSettler;
   private lanes: LaneControl = { stop: () => false, depth: () => 0, isRunning: () => false };
-  private readonly ephemeralHistories = new WeakMap<ActiveSession, TranscriptEntry[]>();
-  /** Entries appended `later` that wait for the session's next append (see {@link appendEntries}). */
-  private readonly unwritten = new WeakMap<ActiveSession, TranscriptEntry[]>();
+  private readonly histories: SessionHistory;
   /** A turn's own model (a heartbeat's cheaper `model`, SPEC §17), for the session entry it runs on. */
   private readonly turnModels = new WeakMap<SessionEntry, string>();
 
@@ -85,6 +84,7 @@ export class AgentRuntime {
 
   constructor(options: RuntimeOptions) {
     this.options = options;
+    this.histories = new SessionHistory(options.transcripts);
     this.models = options.models ?? new ModelChains({ providers: options.config.providers, registry: options.providers, clock: options.clock });
     this.events = options.events ?? new TurnEvents(options.logger);
     this.settler = new RunSettler({ sessions: options.sessions, events: this.events, clock: options.clock, logger: options.logger });
@@ -316,7 +316,7 @@ export class AgentRuntime {
     } finally {
       this.turnModels.delete(entry);
       // The user's message reaches the transcript even when the batch failed before any other append.
-      await this.writeUnwritten(session).catch((err: unknown) => {
+      await this.histories.flush(session).catch((err: unknown) => {
         if (ran) throw err;
         logger.error({ err }, 'could not write the message of a failed turn to its transcript');
       });
@@ -364,49 +364,19 @@ export class AgentRuntime {
     }
   }
 
-  /** The current session's transcript (memory for one-off sessions). */
-  async historyOf(session: ActiveSession): Promise<TranscriptEntry[]> {
-    const ephemeral = this.ephemeralHistories.get(session);
-    if (ephemeral) return ephemeral.slice();
-    const stored = await this.options.transcripts.read(session.entry.sessionId);
-    const entries = [...stored, ...(this.unwritten.get(session) ?? [])];
-    // A crash can leave the entry behind its transcript (the entry is saved after the append, and a replayed
-    // message that was already answered appends nothing): the file wins.
-    let inFile = 0;
-    for (const e of entries) if (e.type === 'message') inFile++;
-    session.entry.messageCount = inFile;
-    return entries;
+  /** The current session's transcript (memory for one-off sessions), entries waiting for a write included. */
+  historyOf(session: ActiveSession): Promise<TranscriptEntry[]> {
+    return this.histories.read(session);
   }
 
-  /**
-   * Appends to the current session's transcript, with the entries waiting for it. With `later` the entries wait
-   * for the turn's next append (see {@link BatchDeps.appendEntries}); the turn writes them at its end at the latest.
-   */
-  async appendEntries(session: ActiveSession, entries: TranscriptEntry[], later = false): Promise<void> {
-    const ephemeral = this.ephemeralHistories.get(session);
-    if (ephemeral) ephemeral.push(...entries);
-    else if (later) this.unwritten.set(session, [...(this.unwritten.get(session) ?? []), ...entries]);
-    else {
-      const waiting = this.unwritten.get(session) ?? [];
-      this.unwritten.delete(session);
-      try {
-        await this.options.transcripts.append(session.entry.sessionId, [...waiting, ...entries]);
-      } catch (error) {
-        if (waiting.length) this.unwritten.set(session, [...waiting, ...(this.unwritten.get(session) ?? [])]);
-        throw error;
-      }
-    }
-    session.entry.messageCount += entries.filter((e) => e.type === 'message').length;
-  }
-
-  /** Writes the entries still waiting for an append (see {@link appendEntries}). */
-  private async writeUnwritten(session: ActiveSession): Promise<void> {
-    if (this.unwritten.get(session)?.length) await this.appendEntries(session, []);
+  /** Appends to the current session's transcript; with `later`, with the turn's next append (see {@link SessionHistory}). */
+  appendEntries(session: ActiveSession, entries: TranscriptEntry[], later = false): Promise<void> {
+    return this.histories.append(session, entries, later);
   }
 
   private async resetSession(session: ActiveSession, reason: ResetReason | 'manual', ephemeral?: boolean): Promise<void> {
     if (ephemeral) {
-      this.ephemeralHistories.set(session, []);
+      this.histories.startEphemeral(session);
       session.entry = { ...session.entry, sessionId: randomUUID(), messageCount: 0, lastResetReason: reason };
       return;
     }
@@ -437,7 +407,7 @@ export class AgentRuntime {
 
   private ephemeralSession(init: SessionInit): ActiveSession {
     const session = ephemeralSessionOf(init, this.options.clock.now());
-    this.ephemeralHistories.set(session, []);
+    this.histories.startEphemeral(session);
     return session;
   }
 }
