@@ -287,7 +287,7 @@ function packOne(p: Packing, start: readonly number[], at: number, lookahead: bo
       const candidates = here ? [...breaks, { atom: i + 1, units, stack, rank: atom.breakAfter! }] : breaks;
       const cut = hopeless && !here ? undefined : chooseBreak(candidates, limit, fits, fresh);
       if (!cut) return { first, end: i, open: stack };
-      const chosen = lookahead ? paragraphInstead(p, candidates, fresh, cut) : cut;
+      const chosen = lookahead ? paragraphInstead(p, candidates, fresh, beforeMovedBlock(p, candidates, fresh, cut)) : cut;
       return { first, end: chosen.atom, open: chosen.stack };
     }
     if (atom.kind === 'open') stack = [...stack, i];
@@ -300,6 +300,18 @@ function packOne(p: Packing, start: readonly number[], at: number, lookahead: bo
     if (atom.breakAfter !== undefined && content) breaks.push({ atom: i, units, stack, rank: atom.breakAfter });
   }
   return { first, end: i, open: stack };
+}
+
+/**
+ * The latest break before the block the message overflows in, rather than `cut`, when the next message from `cut`
+ * would end there anyway: the block moves whole to a message of its own, and the text between `cut` and it would
+ * be a message on its own too (a short line between a paragraph and a code block).
+ */
+function beforeMovedBlock(p: Packing, candidates: readonly Break[], fresh: number | undefined, cut: Break): Break {
+  if (fresh === undefined) return cut;
+  const latest = breakPool(candidates, p.fits, fresh).at(-1);
+  if (!latest || latest.atom <= cut.atom) return cut;
+  return packOne(p, cut.stack, cut.atom, false).end <= latest.atom ? latest : cut;
 }
 
 /**

@@ -48,6 +48,12 @@ describe('splitHtml: spans', () => {
     expect(splitHtml('intro words\n\n<pre><code>x = 1\ny = 2</code></pre>', 16)).toEqual(['intro words', '<pre><code>x = 1\ny = 2</code></pre>']);
   });
 
+  it('a short line between a paragraph and a code block that moves on stays with the paragraph rather than alone', () => {
+    const paragraph = Array.from({ length: 12 }, () => 'word').join(' ');
+    const code = `<pre><code>${Array.from({ length: 4 }, (_, i) => `line ${i} of the code block, ok`).join('\n')}</code></pre>`;
+    expect(splitHtml(`${paragraph}\n\n• step\n${code}`, 120)).toEqual([`${paragraph}\n\n• step`, code]);
+  });
+
   it('a stray closing tag is dropped and a tag left open is closed', () => {
     expect(splitHtml('x</b>y<u>z', 10)).toEqual(['xy<u>z</u>']);
   });
