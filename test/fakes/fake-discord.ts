@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocket, WebSocketServer } from 'ws';
 import { parseMultipart, streamFile, type ServedFile, type UploadedPart } from './fake-telegram.ts';
 
 /**
@@ -87,6 +87,8 @@ export interface FakeDiscord {
   calls: DiscordRestCall[];
   heartbeats: number;
   identifies: number;
+  /** Whether a gateway connection is open now (a client between two connections has none). */
+  readonly connected: boolean;
   /** Drops the gateway connection without a close frame (the client resumes). */
   dropConnection(): void;
   /** Closes the gateway connection with a close frame of this code (4004: the token was reset meanwhile). */
@@ -341,6 +343,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     calls: [],
     heartbeats: 0,
     identifies: 0,
+    get connected() { return socket?.readyState === WebSocket.OPEN; },
     resumes: 0,
     deduplicated: 0,
     refuseGateway: false,

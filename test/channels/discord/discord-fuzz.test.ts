@@ -103,6 +103,8 @@ describe('discord intake under malformed gateway frames (real discord.js against
   /** A DM from an allowed user must still be answered in the DM. */
   async function probe(): Promise<void> {
     const text = `probe ${++probes}`;
+    // After a reconnect the client may be between two connections for a moment: the probe goes on the next one.
+    await expect.poll(() => discord.connected, { timeout: 10_000 }).toBe(true);
     discord.message({ channel_id: ids.dm, content: text, id: snowflake() });
     const reply = await discord.waitForCall((c) => c.method === 'POST' && c.status === 200 && c.path === `/api/v10/channels/${ids.dm}/messages` && c.body?.content === `echo: ${text}`, 10_000);
     expect(reply.body?.content).toBe(`echo: ${text}`);
