@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, expect, it } from 'vitest';
+import { afterEach, beforeEach, expect, it, onTestFailed } from 'vitest';
 import pg from 'pg';
 import { orphanedSessions } from '../../src/cluster/cluster-resume.ts';
 import type { RunningGateway } from '../../src/main.ts';
@@ -7,6 +7,7 @@ import { userText } from '../fakes/fake-openai.ts';
 import { useFakeOpenAI } from '../helpers/fixtures.ts';
 import { startTestGateway, tempDir } from '../helpers/gateway.ts';
 import { describePg, useTestDatabase } from '../helpers/postgres.ts';
+import { capturingLogger, type LogLine } from '../helpers/log-capture.ts';
 import { TestChannel } from '../helpers/test-channel.ts';
 import { until } from '../helpers/wait.ts';
 
@@ -31,8 +32,17 @@ describePg('cluster mode: goal runs a replica left behind are resumed once (SPEC
   const openai = useFakeOpenAI((r) => (rounds(r) >= 3 ? { content: FINAL } : { toolCalls: [{ id: `c${rounds(r)}`, name: 'memory_search', arguments: '{"query":"x"}' }] }));
   let log: { replica: string; text: string }[];
   let names = 0;
+  /** Each replica's log lines, printed when a test fails (a timed-out run says which replica stopped where). */
+  let logs: { name: string; lines: LogLine[] }[];
   beforeEach(async () => {
     log = [];
+    logs = [];
+    onTestFailed(() => {
+      for (const { name, lines } of logs) {
+        console.log(`--- ${name}\n${lines.map((l) => `${String(l.time).slice(11)} ${l.msg} ${JSON.stringify({ ...l, msg: undefined, time: undefined, level: undefined, pid: undefined, hostname: undefined })}`).join('\n')}`);
+      }
+      console.log(`LLM calls (tool rounds): ${openai.requests.map(rounds).join(' ')}; sent: ${JSON.stringify(log)}`);
+    });
     await db.pool.query('TRUNCATE sb_lane, sb_inbox, sb_delivery, sb_transcript, sb_transcript_entry, sb_replica, keyv CASCADE');
   });
   afterEach(async () => {
@@ -45,8 +55,10 @@ describePg('cluster mode: goal runs a replica left behind are resumed once (SPEC
     const channel = new TestChannel('telegram');
     const send = channel.send.bind(channel);
     channel.send = async (target, message) => { log.push({ replica: name, text: message.text }); await send(target, message); };
+    const { logger, lines } = capturingLogger('debug');
+    logs.push({ name, lines });
     const gw = await startTestGateway({
-      dir: tmp.dir, adapters: [channel],
+      dir: tmp.dir, adapters: [channel], logger,
       config: {
         store: db.uri, cluster: { pollMs: 100, replicaId: name },
         providers: { default: { baseUrl: openai.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0 } },
