@@ -1,8 +1,8 @@
 import { createReadStream } from 'node:fs';
-import { open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { access, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { gunzip, gzip } from 'node:zlib';
+import { createGunzip, gunzip, gzip } from 'node:zlib';
 import type { LedgerArchive } from './ledger-archive.ts';
 
 const gzipAsync = promisify(gzip);
@@ -31,16 +31,10 @@ export function blockIndexName(archiveName: string): string {
 }
 
 /**
- * Compresses a rotated `.jsonl` into `.jsonl.gz` and removes the plain file. The archive is a series of gzip
- * members of about 64 KiB of whole lines each (still one gzip file to any reader: members concatenate), with a
- * block index beside it, so a session's timeline decompresses only the members that hold its records. Streamed;
- * each member is compressed on the thread pool. The index is in place before the archive, the plain file goes
- * last: a crash leaves the plain file, compressed again at the next start.
+ * Writes the lines of `source` to `partial` as gzip members of about {@link BLOCK_BYTES} of whole lines each
+ * (each compressed on the thread pool) and returns their block index.
  */
-export async function compressArchive(dir: string, name: string): Promise<string> {
-  const source = path.join(dir, name);
-  const target = `${source}.gz`;
-  const partial = `${target}.tmp`;
+async function writeBlocks(source: AsyncIterable<Buffer>, partial: string): Promise<BlockIndex> {
   const index: BlockIndex = { version: 1, offsets: [], size: 0, keys: {} };
   const out = await open(partial, 'w');
   let block: Buffer[] = [];
@@ -64,7 +58,7 @@ export async function compressArchive(dir: string, name: string): Promise<string
   };
   try {
     let carry: Buffer = Buffer.alloc(0);
-    for await (const chunk of createReadStream(source) as AsyncIterable<Buffer>) {
+    for await (const chunk of source) {
       const buffer = carry.length ? Buffer.concat([carry, chunk]) : chunk;
       let start = 0;
       for (let end = buffer.indexOf(0x0a, start); end >= 0; end = buffer.indexOf(0x0a, start)) {
@@ -80,12 +74,46 @@ export async function compressArchive(dir: string, name: string): Promise<string
   } finally {
     await out.close();
   }
-  const indexFile = path.join(dir, blockIndexName(`${name}.gz`));
+  return index;
+}
+
+async function writeIndex(dir: string, archiveName: string, index: BlockIndex): Promise<void> {
+  const indexFile = path.join(dir, blockIndexName(archiveName));
   await writeFile(`${indexFile}.tmp`, JSON.stringify(index));
   await rename(`${indexFile}.tmp`, indexFile);
-  await rename(partial, target);
+}
+
+/**
+ * Compresses a rotated `.jsonl` into `.jsonl.gz` and removes the plain file. The archive is a series of gzip
+ * members of about 64 KiB of whole lines each (still one gzip file to any reader: members concatenate), with a
+ * block index beside it, so a session's timeline decompresses only the members that hold its records. Streamed;
+ * each member is compressed on the thread pool. The index is in place before the archive, the plain file goes
+ * last: a crash leaves the plain file, compressed again at the next start.
+ */
+export async function compressArchive(dir: string, name: string): Promise<string> {
+  const source = path.join(dir, name);
+  const target = `${source}.gz`;
+  const index = await writeBlocks(createReadStream(source) as AsyncIterable<Buffer>, `${target}.tmp`);
+  await writeIndex(dir, `${name}.gz`, index);
+  await rename(`${target}.tmp`, target);
   await rm(source, { force: true });
   return `${name}.gz`;
+}
+
+/**
+ * Gives a compressed archive without a block index (compressed by a version before them, so a timeline reads
+ * it whole) the block form and its index; false when it has an index already. The archive is replaced first and
+ * its index written after: a crash in between leaves an archive without an index (read whole, indexed again at
+ * the next start), never an index that describes another file.
+ */
+export async function indexArchive(dir: string, name: string): Promise<boolean> {
+  const file = path.join(dir, name);
+  if (await access(path.join(dir, blockIndexName(name))).then(() => true, () => false)) return false;
+  const index = await writeBlocks(createReadStream(file).pipe(createGunzip()) as AsyncIterable<Buffer>, `${file}.tmp`);
+  await rename(`${file}.tmp`, file);
+  await writeIndex(dir, name, index);
+  cache.delete(file);
+  return true;
 }
 
 const KEY_MARK = Buffer.from('"sessionKey":"');

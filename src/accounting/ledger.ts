@@ -6,7 +6,7 @@ import type { Logger } from '../core/logger.ts';
 import {
   archiveName, KeyFilter, listArchives, removePartials, splitIntoArchives, type LedgerArchive,
 } from './ledger-archive.ts';
-import { blockIndexName, compressArchive } from './ledger-blocks.ts';
+import { blockIndexName, compressArchive, indexArchive } from './ledger-blocks.ts';
 import type { LedgerRecord } from './ledger-record.ts';
 import { readLedgerBackwards, scanLedgerArchive, scanLedgerRange } from './ledger-reader.ts';
 
@@ -123,6 +123,10 @@ export class TokenLedger {
       this.archives = (await listArchives(this.file)).map((a) => ({ ...a, keys: known.get(a.name.replace(/\.gz$/, '')) }));
       for (const archive of this.archives.filter((a) => !a.compressed)) this.compressInBackground(archive);
       await this.applyRetention();
+      // Archives compressed before block indexes get one, so that a timeline stops reading them whole.
+      for (const archive of this.archives.filter((a) => a.compressed)) {
+        this.inBackground(archive, async () => { await indexArchive(this.dir, archive.name); }, 'could not index a token ledger archive; timelines read it whole');
+      }
     })();
     // A failed open (folder not creatable yet) is tried again by the next write.
     this.ready.catch(() => { this.ready = undefined; });
@@ -294,15 +298,20 @@ export class TokenLedger {
     await this.applyRetention();
   }
 
-  /** Compressions run one after another (each streams on the thread pool), so a split never floods the CPU. */
   private compressInBackground(archive: ArchiveEntry): void {
-    const previous = this.compressing;
-    const work = previous.then(() => compressArchive(this.dir, archive.name))
-      .then((compressed) => {
-        archive.name = compressed;
-        archive.compressed = true;
-      })
-      .catch((err: unknown) => this.logger.warn({ err, archive: archive.name }, 'could not compress a token ledger archive; it stays uncompressed'))
+    this.inBackground(archive, async () => {
+      archive.name = await compressArchive(this.dir, archive.name);
+      archive.compressed = true;
+    }, 'could not compress a token ledger archive; it stays uncompressed');
+  }
+
+  /**
+   * Compressions and indexings of archives run one after another (each streams on the thread pool), so a split
+   * or a first start after an upgrade never floods the CPU.
+   */
+  private inBackground(archive: ArchiveEntry, task: () => Promise<void>, failure: string): void {
+    const work = this.compressing.then(task)
+      .catch((err: unknown) => this.logger.warn({ err, archive: archive.name }, failure))
       .finally(() => this.background.delete(work));
     this.background.add(work);
     this.compressing = work;

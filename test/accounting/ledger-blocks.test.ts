@@ -2,9 +2,11 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { blockIndexName, compressArchive, keyBlocks } from '../../src/accounting/ledger-blocks.ts';
+import { blockIndexName, compressArchive, indexArchive, keyBlocks } from '../../src/accounting/ledger-blocks.ts';
+import { TokenLedger } from '../../src/accounting/ledger.ts';
+import { silentLogger } from '../../src/core/logger.ts';
 import { readLedgerBackwards } from '../../src/accounting/ledger-reader.ts';
 import type { LedgerRecord } from '../../src/accounting/ledger-record.ts';
 import { record, llmCall } from './records.ts';
@@ -65,6 +67,32 @@ describe('block-compressed ledger archives', () => {
     const active = path.join(tmp.dir, 'turn-token-usage.jsonl');
     const found = await readLedgerBackwards({ file: active, dir: tmp.dir, archives: () => [archive] }, (r) => r.sessionKey === LATE, 10, { sessionKey: LATE });
     expect(found.map((r) => r.correlationId)).toEqual(['c2499', 'c2498']);
+  });
+
+  /** An archive as versions before block indexes wrote it: one gzip member, no index. */
+  const oldArchive = () => {
+    const name = 'turn-token-usage.2026-01-10T12-00-00-000Z.jsonl.gz';
+    writeFileSync(path.join(tmp.dir, name), gzipSync(lines.join('')));
+    return { name, rotatedAt: T0, compressed: true };
+  };
+
+  it('an archive compressed before block indexes gets them: the same lines, in members a timeline reads by key; once', async () => {
+    const archive = oldArchive();
+    expect(await keyBlocks(tmp.dir, archive, RARE)).toBeUndefined();
+    expect(await indexArchive(tmp.dir, archive.name)).toBe(true);
+    expect(gunzipSync(readFileSync(path.join(tmp.dir, archive.name))).toString()).toBe(lines.join(''));
+    expect(await collect(await keyBlocks(tmp.dir, archive, RARE), RARE)).toEqual(['c1', 'c0']);
+    const indexed = readFileSync(path.join(tmp.dir, archive.name));
+    expect(await indexArchive(tmp.dir, archive.name)).toBe(false);
+    expect(readFileSync(path.join(tmp.dir, archive.name)).equals(indexed)).toBe(true);
+  });
+
+  it('the ledger indexes such archives when it opens, in the background', async () => {
+    const archive = oldArchive();
+    const ledger = new TokenLedger({ file: path.join(tmp.dir, 'turn-token-usage.jsonl'), logger: silentLogger(), now: () => T0 + 3_600_000 });
+    await ledger.open();
+    await ledger.close();
+    expect(JSON.parse(readFileSync(path.join(tmp.dir, blockIndexName(archive.name)), 'utf8'))).toMatchObject({ version: 1, keys: { [RARE]: [0] } });
   });
 
   it('an archive compressed before block indexes is read whole', async () => {
