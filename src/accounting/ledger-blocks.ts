@@ -109,7 +109,14 @@ export async function compressArchive(dir: string, name: string): Promise<string
 export async function indexArchive(dir: string, name: string): Promise<boolean> {
   const file = path.join(dir, name);
   if (await access(path.join(dir, blockIndexName(name))).then(() => true, () => false)) return false;
-  const index = await writeBlocks(createReadStream(file).pipe(createGunzip()) as AsyncIterable<Buffer>, `${file}.tmp`);
+  let index: BlockIndex;
+  try {
+    index = await writeBlocks(createReadStream(file).pipe(createGunzip()) as AsyncIterable<Buffer>, `${file}.tmp`);
+  } catch (error) {
+    // An archive that does not decompress stays as it is (read whole, as before); its partial copy goes.
+    await rm(`${file}.tmp`, { force: true });
+    throw error;
+  }
   await rename(`${file}.tmp`, file);
   await writeIndex(dir, name, index);
   cache.delete(file);

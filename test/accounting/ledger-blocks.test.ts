@@ -1,5 +1,5 @@
 // Issue 32: a session's timeline with a big ledger reads only the archive members that hold its records.
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -85,6 +85,15 @@ describe('block-compressed ledger archives', () => {
     const indexed = readFileSync(path.join(tmp.dir, archive.name));
     expect(await indexArchive(tmp.dir, archive.name)).toBe(false);
     expect(readFileSync(path.join(tmp.dir, archive.name)).equals(indexed)).toBe(true);
+  });
+
+  it('an archive that does not decompress is left as it is, without a partial copy or an index', async () => {
+    const name = 'turn-token-usage.2026-01-10T12-00-00-000Z.jsonl.gz';
+    const broken = gzipSync(lines.join('')).subarray(0, 5000);
+    writeFileSync(path.join(tmp.dir, name), broken);
+    await expect(indexArchive(tmp.dir, name)).rejects.toThrow();
+    expect(readFileSync(path.join(tmp.dir, name)).equals(broken)).toBe(true);
+    expect(readdirSync(tmp.dir).sort()).toEqual([name]);
   });
 
   it('the ledger indexes such archives when it opens, in the background', async () => {
