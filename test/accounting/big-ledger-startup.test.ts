@@ -46,7 +46,7 @@ describe('start-up with a big token ledger', () => {
       const times = { empty: [] as number[], big: [] as number[] };
       let usage: { status: number; ms: number; body: { partial?: boolean; totals: { llmCalls: number } } } | undefined;
       let metricsPartial: string | null | undefined;
-      for (let attempt = 0; attempt < 5; attempt++) {
+      for (let attempt = 0; attempt < 10; attempt++) {
         for (const [kind, dir] of [['empty', empty.dir], ['big', big.dir]] as const) {
           const { ms, gw } = await startUp(dir);
           times[kind].push(ms);
