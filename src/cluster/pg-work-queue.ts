@@ -47,7 +47,7 @@ export interface PgWorkQueueOptions {
   pruneEveryMs?: number;
 }
 
-interface InboxRow { seq: string; message: InboundMessage; correlation_id: string; attempts: number; sent: number; sending: number; owner: string | null }
+interface InboxRow { seq: string; message: InboundMessage; correlation_id: string; attempts: number; sent: number; sending: number; live: string[] | null; owner: string | null }
 
 /** What the done mark of a session's last job saw: used by the drain to go on without another statement. */
 interface AfterDone { seq: number; nextSeq: number; nextMs: number | undefined; checkedAt: number }
@@ -169,6 +169,13 @@ export class PgWorkQueue implements SharedQueue {
   async sending(job: QueuedJob, index: number): Promise<void> {
     const sent = Math.max(job.sent, this.sentCounts.get(jobId(job)) ?? 0);
     await this.fenced(job.key).query('UPDATE sb_inbox SET sending = $3, sent = greatest(sent, $4) WHERE session_key = $1 AND seq = $2', [job.key, job.seq, index + 1, sent]);
+  }
+
+  /** The live reply's posted messages, through the claim's lock (a replica that lost it cannot write them). */
+  async live(job: QueuedJob, ids: readonly string[]): Promise<void> {
+    const claim = this.claims.get(job.key);
+    if (!claim?.alive) throw new LeaseLostError(job.key, new Error('the claim of this message lost its session lock; another replica runs it'));
+    await claim.client.query('UPDATE sb_inbox SET live = $3 WHERE session_key = $1 AND seq = $2', [job.key, job.seq, JSON.stringify(ids)]);
   }
 
   /**
@@ -405,7 +412,7 @@ export class PgWorkQueue implements SharedQueue {
       }
       const job: QueuedJob = {
         message: row.message, key, correlationId: row.correlation_id, seq: Number(row.seq),
-        replayed: row.attempts > 0, sent: row.sent,
+        replayed: row.attempts > 0, sent: row.sent, ...(row.live?.length ? { live: row.live } : {}),
       };
       await this.run!(job);
       if (!fence.alive) return true;

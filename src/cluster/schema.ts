@@ -7,6 +7,7 @@ import { MIGRATION_006 } from './migrations/006-ledger-ids.ts';
 import { MIGRATION_007 } from './migrations/007-rate-limits.ts';
 import { MIGRATION_008 } from './migrations/008-queue-fairness.ts';
 import { MIGRATION_009 } from './migrations/009-runs-rekey.ts';
+import { MIGRATION_010 } from './migrations/010-inbox-live.ts';
 import type { Migration } from './migrations/migration.ts';
 
 export type { Migration } from './migrations/migration.ts';
@@ -206,5 +207,5 @@ CREATE TABLE sb_job_state (
 `,
   },
   // Later migrations live in ./migrations/, one file each; one whose SQL is still empty is skipped.
-  ...[MIGRATION_006, MIGRATION_007, MIGRATION_008, MIGRATION_009].filter((m) => m.sql.trim() !== ''),
+  ...[MIGRATION_006, MIGRATION_007, MIGRATION_008, MIGRATION_009, MIGRATION_010].filter((m) => m.sql.trim() !== ''),
 ];

@@ -51,7 +51,7 @@ WITH cur AS (
 ), n AS (
   UPDATE sb_inbox i SET attempts = i.attempts + 1 FROM cur
   WHERE i.session_key = $1 AND i.seq = cur.done_seq + 1 AND i.done_at IS NULL
-  RETURNING i.seq, i.message, i.correlation_id, i.attempts - 1 AS attempts, i.sent, i.sending
+  RETURNING i.seq, i.message, i.correlation_id, i.attempts - 1 AS attempts, i.sent, i.sending, i.live
 )
 SELECT n.*, cur.owner FROM n, cur`;
 
@@ -91,6 +91,6 @@ WITH lk AS MATERIALIZED (
 ), n AS (
   UPDATE sb_inbox i SET attempts = i.attempts + 1 FROM cur
   WHERE i.session_key = $1 AND i.seq = cur.done_seq + 1 AND i.done_at IS NULL
-  RETURNING i.seq, i.message, i.correlation_id, i.attempts - 1 AS attempts, i.sent, i.sending
+  RETURNING i.seq, i.message, i.correlation_id, i.attempts - 1 AS attempts, i.sent, i.sending, i.live
 )
 SELECT lk.ok, (SELECT next_seq > done_seq FROM cur) AS pending, (SELECT owner FROM cur) AS owner, n.* FROM lk LEFT JOIN n ON true`;

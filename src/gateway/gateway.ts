@@ -160,7 +160,8 @@ export class Gateway {
   runJob(job: QueuedJob): Promise<TurnResult | undefined> {
     const logger = this.options.logger.child({ correlationId: job.correlationId, channel: job.message.channel, accountId: job.message.accountId });
     if (job.replayed) logger.info({ sessionKey: job.key, seq: job.seq }, 'running again a message whose earlier attempt did not finish');
-    return this.enqueue(job.message, job.key, job.correlationId, {}, logger, true, job.replayed ? { replayed: true, sent: job.sent } : undefined, job);
+    const replay: Replay | undefined = job.replayed ? { replayed: true, sent: job.sent, ...(job.live?.length ? { live: job.live } : {}) } : undefined;
+    return this.enqueue(job.message, job.key, job.correlationId, {}, logger, true, replay, job);
   }
 
   /** Cluster mode: the turn holds its session's lock across replicas (a claimed job: its claim's lock, never a new one). */
@@ -246,7 +247,7 @@ export class Gateway {
         if (plan?.kind === 'carried') return resolve(await plan.result);
         const stopTyping = this.outbound.startTyping(message, logger);
         acknowledgeTurn(this.outbound, this.options.config, message, logger);
-        const live = this.startLive(message, correlationId, logger, durable && !job, replay);
+        const live = this.startLive(message, correlationId, logger, durable, replay, job);
         let result: TurnResult | undefined;
         let finished = true;
         try {
@@ -308,12 +309,16 @@ export class Gateway {
     await this.outbound.sendFile(message, stored ? { ...file, sha256: stored.sha256 } : file, caption);
   }
 
-  /** The turn's live reply where its chat streams; a replay's journaled posts are edited, not posted again. */
-  private startLive(message: InboundMessage, correlationId: string, logger: Logger, journal: boolean, replay?: Replay): LiveTurn | undefined {
+  /**
+   * The turn's live reply where its chat streams; a replay's journaled posts are edited, not posted again. The posts
+   * are journaled with the message: in the inbox journal, or (a claimed job) in the shared queue.
+   */
+  private startLive(message: InboundMessage, correlationId: string, logger: Logger, durable: boolean, replay?: Replay, job?: QueuedJob): LiveTurn | undefined {
     // A replay whose answer the platform already has shows nothing more.
     if (replay && replay.sent > 0) return undefined;
-    const inbox = this.options.inbox;
-    const onPosted = journal && inbox ? (ids: readonly string[]) => inbox.live(message, ids) : undefined;
+    const { inbox, queue } = this.options;
+    const onPosted = job && queue ? (ids: readonly string[]) => queue.live(job, ids)
+      : durable && inbox ? (ids: readonly string[]) => inbox.live(message, ids) : undefined;
     return this.live.start(message, correlationId, this.outbound.adapterFor(message.channel, message.accountId), logger, replay?.live, onPosted);
   }
 

@@ -20,6 +20,8 @@ export interface QueuedJob {
   replayed: boolean;
   /** Replies of an earlier attempt the platform already accepted. */
   sent: number;
+  /** Messages an earlier attempt's live reply posted (a rerun edits them into the answer instead of posting a copy). */
+  live?: string[];
 }
 
 /** Why a delivery id is recorded without queueing its message. */
@@ -47,6 +49,8 @@ export interface SharedQueue {
   runExclusive<T>(key: string, work: () => Promise<T>, job?: QueuedJob): Promise<T>;
   /** Reply `index` of the job is about to be sent. */
   sending(job: QueuedJob, index: number): Promise<void>;
+  /** The messages the job's live reply posted so far (SPEC §16), journaled with it before the next edit. */
+  live(job: QueuedJob, ids: readonly string[]): Promise<void>;
   /** The first `count` replies of the job reached the platform. */
   sent(job: QueuedJob, count: number): Promise<void>;
   /** The job is finished; its result is kept for waiters. */
