@@ -369,7 +369,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   // An in-process `switchboard chat` joins no work: it has no platform channel to answer through.
   if (cluster && resumes) {
     void withDeadline(supervisor.firstAttempts(), 15_000)
-      .then(() => { if (!gateway.isClosing) { cluster.queue.start(resumes.guard((job) => gateway.runJob(job))); resumes.start(); } });
+      .then(() => { if (!gateway.isClosing) { cluster.queue.start(resumes.guard((job) => gateway.runJob(job)), gateway.queueModePolicy()); resumes.start(); } });
   }
   if (!cluster) void resumeInterruptedRuns(gateway, allSessions(store, sessions), logger, resumeOptions);
 

@@ -30,6 +30,9 @@ export interface TurnInput {
   joined?: InboundMessage[];
   /** Sends a file into the chat the turn answers (the `send_file` tool); absent when there is none. */
   sendFile?: (file: OutboundFile, caption?: string) => Promise<void>;
-  /** Queue mode `steer`: takes the messages that arrived since, at a tool-call boundary; the next model request carries them. */
-  takeSteered?: () => InboundMessage[];
+  /**
+   * Queue mode `steer`: takes the messages that arrived since, at a tool-call boundary; the next model request carries
+   * them (a promise in cluster mode, where they are taken from the shared queue).
+   */
+  takeSteered?: () => InboundMessage[] | Promise<InboundMessage[]>;
 }

@@ -28,9 +28,9 @@ export function userEntryOf(message: InboundMessage, correlationId: string, at: 
  * `sourceId`), so the next model request carries them. Returns how many joined.
  */
 export async function steerIn(
-  takeSteered: (() => InboundMessage[]) | undefined, append: (entries: TranscriptMessage[]) => Promise<void>, correlationId: string, at: string, logger: Logger,
+  takeSteered: (() => InboundMessage[] | Promise<InboundMessage[]>) | undefined, append: (entries: TranscriptMessage[]) => Promise<void>, correlationId: string, at: string, logger: Logger,
 ): Promise<number> {
-  const steered = takeSteered?.() ?? [];
+  const steered = (await takeSteered?.()) ?? [];
   if (!steered.length) return 0;
   await append(steered.map((m) => userEntryOf(m, correlationId, at)));
   logger.info({ messages: steered.map(sourceIdOf) }, 'messages joined the running turn at a tool-call boundary (queue mode steer)');

@@ -3,7 +3,8 @@ import type { TurnResult } from '../core/channel-adapter.ts';
 import type { Logger } from '../core/logger.ts';
 import type { InboundMessage } from '../core/message.ts';
 import { deliveryKey } from '../gateway/inbox.ts';
-import type { QueuedJob, SharedQueue, SeenOutcome } from '../gateway/shared-queue.ts';
+import type { QueueModePolicy, QueuedJob, SharedQueue, SeenOutcome } from '../gateway/shared-queue.ts';
+import { ClaimedQueueModes, type ClaimedTurn, type QueueRow } from './claimed-queue-modes.ts';
 import { ClaimOrder } from './claim-order.ts';
 import { ClusterListener } from './cluster-listener.ts';
 import { jsonbText, storableString } from './jsonb.ts';
@@ -47,13 +48,13 @@ export interface PgWorkQueueOptions {
   pruneEveryMs?: number;
 }
 
-interface InboxRow { seq: string; message: InboundMessage; correlation_id: string; attempts: number; sent: number; sending: number; live: string[] | null; owner: string | null }
+interface InboxRow extends QueueRow { owner: string | null }
 
 /** What the done mark of a session's last job saw: used by the drain to go on without another statement. */
-interface AfterDone { seq: number; nextSeq: number; nextMs: number | undefined; checkedAt: number }
+interface AfterDone { seq: number; last: number; nextSeq: number; nextMs: number | undefined; checkedAt: number }
 
 /** A session this replica is running: notifications that came meanwhile (earliest database time, latest local time). */
-interface Working { againSince?: number; againAt?: number; yieldSince?: number; checkedAt: number }
+interface Working { againSince?: number; againAt?: number; yieldSince?: number; checkedAt: number; turn?: ClaimedTurn }
 
 /**
  * The cluster's work queue on PostgreSQL (SPEC §13): intake commits the message with a per-session sequence
@@ -80,6 +81,8 @@ export class PgWorkQueue implements SharedQueue {
   private readonly unannounced = new Set<string>();
   private readonly waiters = new Map<string, { resolve: (r: TurnResult | undefined) => void; promise: Promise<TurnResult | undefined> }>();
   private run: ((job: QueuedJob) => Promise<TurnResult | undefined>) | undefined;
+  /** The queue modes applied to claimed messages (SPEC §16), when the gateway gave its policy. */
+  private modes: ClaimedQueueModes | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
   private waiterTimer: NodeJS.Timeout | undefined;
@@ -97,12 +100,15 @@ export class PgWorkQueue implements SharedQueue {
   constructor(private readonly options: PgWorkQueueOptions) {
     // Waiting on results works from the start (a tool may wait before this replica claims any work).
     options.listener?.on('sb_done', (payload) => {
-      const { key, seq } = JSON.parse(payload) as { key: string; seq: number };
+      const { key, seq, last } = JSON.parse(payload) as { key: string; seq: number; last?: number };
       this.lastDoneNotice = Date.now();
       // Under load every replica hears of every message: the ones that did not run it need not try it too.
       if (!this.working.has(key)) this.order.dropForeign(key);
-      // A job this replica runs settles its waiter itself when its done mark returns (the notice can come first).
-      if (this.waiters.has(`${key}\u0000${seq}`) && !this.working.has(key)) void this.fetchResults([[key, seq]]);
+      // A job this replica runs settles its waiters itself when its done mark returns (the notice can come first).
+      if (this.working.has(key)) return;
+      const waited: [string, number][] = [];
+      for (let s = seq; s <= Math.min(last ?? seq, seq + 1000); s++) if (this.waiters.has(`${key}\u0000${s}`)) waited.push([key, s]);
+      if (waited.length) void this.fetchResults(waited);
     });
   }
 
@@ -188,9 +194,11 @@ export class PgWorkQueue implements SharedQueue {
     this.sentCounts.set(id, Math.max(count, this.sentCounts.get(id) ?? 0));
   }
 
-  /** Marks the job done and keeps its result for waiters on any replica; fails once the lock is lost. */
+  /** Marks the job (and what its turn carried) done and keeps its result for waiters on any replica; fails once the lock is lost. */
   async done(job: QueuedJob, result: TurnResult | undefined): Promise<void> {
     const client = this.fenced(job.key);
+    const turn = this.working.get(job.key)?.turn;
+    const last = turn?.seq === job.seq ? turn.last : job.seq;
     const id = jobId(job);
     const sent = Math.max(job.sent, this.sentCounts.get(id) ?? 0);
     this.sentCounts.delete(id);
@@ -198,20 +206,27 @@ export class PgWorkQueue implements SharedQueue {
     // With no message after it, the mark gives the session's lock back itself (the release then costs no statement).
     const givingBack = this.options.locks.beginGiveBack(job.key);
     let row: { done: number; next_ms: number | null; next_seq: string | null; unlocked: boolean | null } | undefined;
+    const notice = JSON.stringify({ key: job.key, seq: job.seq, ...(last > job.seq ? { last } : {}) });
     try {
       row = (await client.query<NonNullable<typeof row>>(DONE,
-        [job.key, job.seq, result ? jsonbText(result) : null, sent, JSON.stringify({ key: job.key, seq: job.seq }), givingBack !== undefined])).rows[0];
+        [job.key, job.seq, result ? jsonbText(result) : null, sent, notice, givingBack !== undefined, last])).rows[0];
     } finally {
       givingBack?.(row?.unlocked === true);
     }
-    if (row?.done !== 1) this.options.logger.error({ sessionKey: job.key, seq: job.seq }, 'a finished message was not the next of its session; left as it is');
-    else this.afterDone.set(job.key, { seq: job.seq, nextSeq: Number(row.next_seq), nextMs: row.next_ms ?? undefined, checkedAt });
-    this.settle(job.key, job.seq, result);
+    if (row?.done !== last - job.seq + 1) this.options.logger.error({ sessionKey: job.key, seq: job.seq, last }, 'a finished message was not the next of its session; left as it is');
+    else this.afterDone.set(job.key, { seq: job.seq, last, nextSeq: Number(row.next_seq), nextMs: row.next_ms ?? undefined, checkedAt });
+    for (let seq = job.seq; seq <= last; seq++) this.settle(job.key, seq, result);
   }
 
   /** Starts claiming sessions with queued work; `run` runs one job and settles when it is done. */
-  start(run: (job: QueuedJob) => Promise<TurnResult | undefined>): void {
+  start(run: (job: QueuedJob) => Promise<TurnResult | undefined>, modes?: QueueModePolicy): void {
     this.run = run;
+    if (modes) {
+      this.modes = new ClaimedQueueModes({
+        policy: modes, pool: this.options.pool, logger: this.options.logger, dbNow: () => this.dbNow(), closed: () => this.closed,
+        noticedAt: (key) => this.working.get(key)?.againAt, jobOf: (key, row) => jobOf(key, row),
+      });
+    }
     const { listener } = this.options;
     listener.on('sb_ready', (key) => this.claim(key, this.dbNow(), true));
     const poll = () => {
@@ -325,6 +340,7 @@ export class PgWorkQueue implements SharedQueue {
     if (busy) {
       busy.againSince = Math.min(busy.againSince ?? Infinity, since);
       busy.againAt = Date.now();
+      if (busy.turn) this.modes?.noticed(busy.turn);
       return;
     }
     this.order.add(key, since, foreign);
@@ -410,11 +426,13 @@ export class PgWorkQueue implements SharedQueue {
         if (row.owner !== this.options.replicaId) this.stats.takeovers++;
         if (row.sending > row.sent) this.stats.duplicateWindows++;
       }
-      const job: QueuedJob = {
-        message: row.message, key, correlationId: row.correlation_id, seq: Number(row.seq),
-        replayed: row.attempts > 0, sent: row.sent, ...(row.live?.length ? { live: row.live } : {}),
-      };
-      await this.run!(job);
+      const job = jobOf(key, row);
+      try {
+        state.turn = this.modes ? await this.modes.begin(job, row, fence) : undefined;
+        await this.run!(job);
+      } finally {
+        state.turn = undefined;
+      }
       if (!fence.alive) return true;
       if (this.closed) return false;
       const after = this.afterDone.get(key);
@@ -422,7 +440,7 @@ export class PgWorkQueue implements SharedQueue {
       // Not marked done (its mark failed): left to the next claim or poll, as the lock is given back.
       if (after?.seq !== job.seq) return false;
       state.checkedAt = after.checkedAt;
-      if (after.nextSeq <= job.seq) return false;
+      if (after.nextSeq <= after.last) return false;
       // An older session waits for a slot: this one goes back in line with its next message's time.
       const since = after.nextMs ?? this.dbNow();
       if (this.working.size >= this.options.maxClaims && this.order.hasOlderThan(since)) {
@@ -434,6 +452,14 @@ export class PgWorkQueue implements SharedQueue {
     }
     return false;
   }
+}
+
+/** A queued row as a job of this replica. */
+function jobOf(key: string, row: QueueRow): QueuedJob {
+  return {
+    message: row.message, key, correlationId: row.correlation_id, seq: Number(row.seq),
+    replayed: row.attempts > 0, sent: row.sent, ...(row.live?.length ? { live: row.live } : {}),
+  };
 }
 
 function jobId(job: QueuedJob): string {

@@ -51,29 +51,43 @@ WITH cur AS (
 ), n AS (
   UPDATE sb_inbox i SET attempts = i.attempts + 1 FROM cur
   WHERE i.session_key = $1 AND i.seq = cur.done_seq + 1 AND i.done_at IS NULL
-  RETURNING i.seq, i.message, i.correlation_id, i.attempts - 1 AS attempts, i.sent, i.sending, i.live
+  RETURNING i.seq, i.message, i.correlation_id, i.attempts - 1 AS attempts, i.sent, i.sending, i.live, (extract(epoch FROM i.accepted_at) * 1000)::float8 AS accepted_ms
 )
 SELECT n.*, cur.owner FROM n, cur`;
 
 /**
- * Under the session's lock: the job is done (with its result for waiters, and the count of replies the platform
- * took), the lane's `ready_at` moves to the next message's acceptance, `sb_done` is notified on commit; returns
- * whether the mark applied and the next message's acceptance time, if one is queued. With $6, when no message
- * follows, the lock is given back too (`unlocked`): after the inbox row is updated, so another replica's claim that
- * gets the lock before this commits waits on that row and sees the message done.
+ * Under the session's lock: the job is done with the messages its turn carried (seq $2 to $7, queue modes collect and
+ * steer; $7 = $2 otherwise), with the result for waiters and the count of replies the platform took (the job's own
+ * row), the lane's `ready_at` moves to the next message's acceptance, `sb_done` is notified on commit; returns how
+ * many rows the mark applied to and the next message's acceptance time, if one is queued. With $6, when no message
+ * follows, the lock is given back too (`unlocked`): after the inbox rows are updated, so another replica's claim that
+ * gets the lock before this commits waits on them and sees the messages done.
  */
 export const DONE = `
 WITH nx AS (
-  SELECT accepted_at FROM sb_inbox WHERE session_key = $1 AND seq = $2 + 1
+  SELECT accepted_at FROM sb_inbox WHERE session_key = $1 AND seq = $7 + 1
 ), l AS (
-  UPDATE sb_lane SET done_seq = $2, ready_at = coalesce((SELECT accepted_at FROM nx), ready_at)
-  WHERE session_key = $1 AND done_seq = $2 - 1 RETURNING next_seq
+  UPDATE sb_lane SET done_seq = $7, ready_at = coalesce((SELECT accepted_at FROM nx), ready_at)
+  WHERE session_key = $1 AND done_seq = $2 - 1 AND next_seq >= $7 RETURNING next_seq
 ), i AS (
-  UPDATE sb_inbox SET done_at = now(), result = $3, sent = greatest(sent, $4) FROM l WHERE session_key = $1 AND seq = $2 RETURNING 1
+  UPDATE sb_inbox SET done_at = now(), result = $3, sent = CASE WHEN seq = $2 THEN greatest(sent, $4) ELSE sent END
+  FROM l WHERE session_key = $1 AND seq BETWEEN $2 AND $7 RETURNING 1
 )
 SELECT (SELECT count(*) FROM i)::int AS done, (SELECT (extract(epoch FROM accepted_at) * 1000)::float8 FROM nx) AS next_ms,
-  (SELECT next_seq FROM l) AS next_seq, (SELECT pg_notify('sb_done', $5) FROM i) AS notified,
-  (SELECT pg_advisory_unlock(hashtextextended($1, 0)) FROM i, l WHERE $6::boolean AND l.next_seq = $2) AS unlocked`;
+  (SELECT next_seq FROM l) AS next_seq, (SELECT pg_notify('sb_done', $5) WHERE EXISTS (SELECT 1 FROM i)) AS notified,
+  (SELECT pg_advisory_unlock(hashtextextended($1, 0)) FROM l WHERE $6::boolean AND l.next_seq = $7 AND (SELECT count(*) FROM i) > 0) AS unlocked`;
+
+/**
+ * Under the session's lock: the messages queued after seq $2 and not done, oldest first, for the queue modes
+ * (collect's burst, steer's hand-over, interrupt's look); nothing is marked.
+ */
+export const PENDING_AFTER = `
+SELECT seq, message, correlation_id, attempts, sent, sending, live, (extract(epoch FROM accepted_at) * 1000)::float8 AS accepted_ms
+FROM sb_inbox WHERE session_key = $1 AND seq > $2 AND done_at IS NULL ORDER BY seq LIMIT 50`;
+
+/** Under the session's lock: messages $2 to $3 joined a running turn; one more attempt each, so a rerun after a crash is a replay. */
+export const MARK_CARRIED = `
+UPDATE sb_inbox SET attempts = attempts + 1 WHERE session_key = $1 AND seq BETWEEN $2 AND $3 AND done_at IS NULL`;
 
 /**
  * {@link TAKE_NEXT} in the claim's lock statement (`lock`: the lock expression `SessionLocks` gives): nothing is
@@ -91,6 +105,6 @@ WITH lk AS MATERIALIZED (
 ), n AS (
   UPDATE sb_inbox i SET attempts = i.attempts + 1 FROM cur
   WHERE i.session_key = $1 AND i.seq = cur.done_seq + 1 AND i.done_at IS NULL
-  RETURNING i.seq, i.message, i.correlation_id, i.attempts - 1 AS attempts, i.sent, i.sending, i.live
+  RETURNING i.seq, i.message, i.correlation_id, i.attempts - 1 AS attempts, i.sent, i.sending, i.live, (extract(epoch FROM i.accepted_at) * 1000)::float8 AS accepted_ms
 )
 SELECT lk.ok, (SELECT next_seq > done_seq FROM cur) AS pending, (SELECT owner FROM cur) AS owner, n.* FROM lk LEFT JOIN n ON true`;

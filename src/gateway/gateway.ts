@@ -15,10 +15,10 @@ import { GroupContextBuffer } from './group-context.ts';
 import { Outbound } from './outbound.ts';
 import type { DeliveryFailure } from '../core/delivery-retry.ts';
 import { acknowledgeTurn } from './ack-reaction.ts';
-import type { QueuedJob } from './shared-queue.ts';
+import type { QueueModePolicy, QueuedJob } from './shared-queue.ts';
 import type { PendingMessage } from './inbox.ts';
 import { LaneScheduler } from './lanes.ts';
-import { joinsQueueMode, QueueModes, realQueueTimers, turnJoins, type TurnPlan } from './queue-mode.ts';
+import { jobJoins, joinsQueueMode, QueueModes, realQueueTimers, turnJoins, type TurnPlan } from './queue-mode.ts';
 import { INTERRUPT_REASON, isInterrupt } from '../agent/turn-joins.ts';
 import { LiveTurns, type LiveTurn } from './live-turn.ts';
 import { BackgroundRuns } from './background-runs.ts';
@@ -74,7 +74,7 @@ export class Gateway {
     this.background = new BackgroundRuns(options.config.backgroundExecution.maxConcurrentBackgroundTurns);
     this.groupContext = new GroupContextBuffer({ limit: options.config.session.groupContextLimit });
     this.queueModes = new QueueModes({
-      config: options.config.messages.queue, timers: options.queueTimers ?? realQueueTimers, logger: options.logger, cluster: Boolean(options.queue),
+      config: options.config.messages.queue, timers: options.queueTimers ?? realQueueTimers, logger: options.logger,
       interrupt: (key) => this.lanes.stop(key, INTERRUPT_REASON),
     });
     this.models = [...new Set(options.config.agents.map((a) => a.model))];
@@ -162,6 +162,19 @@ export class Gateway {
     if (job.replayed) logger.info({ sessionKey: job.key, seq: job.seq }, 'running again a message whose earlier attempt did not finish');
     const replay: Replay | undefined = job.replayed ? { replayed: true, sent: job.sent, ...(job.live?.length ? { live: job.live } : {}) } : undefined;
     return this.enqueue(job.message, job.key, job.correlationId, {}, logger, true, replay, job);
+  }
+
+  /** Cluster mode: how the shared queue applies the queue modes to the messages this replica claims (SPEC §16). */
+  queueModePolicy(): QueueModePolicy {
+    const queue = this.options.config.messages.queue;
+    const triggers = this.options.config.session.resetTriggers;
+    return {
+      modeOf: (message) => (joinsQueueMode(message, triggers) ? this.queueModes.modeOf(message) : undefined),
+      debounceMs: queue.debounceMs,
+      interrupts: [queue.mode, ...Object.values(queue.byChannel)].includes('interrupt'),
+      interrupt: (key) => { this.lanes.stop(key, INTERRUPT_REASON); },
+      timers: this.options.queueTimers ?? realQueueTimers,
+    };
   }
 
   /** Cluster mode: the turn holds its session's lock across replicas (a claimed job: its claim's lock, never a new one). */
@@ -263,7 +276,7 @@ export class Gateway {
             logger: logger.child({ sessionKey: key }),
             lendSlot: (work) => this.lanes.lend(work),
             ...(this.outbound.hasTarget(message) ? { sendFile: (file: OutboundFile, caption?: string) => this.sendFile(message, file, caption) } : {}),
-            ...turnJoins(plan),
+            ...(job ? jobJoins(job) : turnJoins(plan)),
           });
           await this.markCarried(plan, logger);
           await stopTyping();
@@ -392,3 +405,4 @@ export class Gateway {
 function deliverable(message: InboundMessage, replies: OutboundMessage[]): OutboundMessage[] {
   return message.internal?.kind === 'heartbeat' ? replies.filter((r) => !isQuietHeartbeat(r.text)) : replies;
 }
+

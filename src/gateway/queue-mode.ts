@@ -3,6 +3,7 @@ import type { QueueConfig, QueueMode } from '../config/queue-mode.ts';
 import type { TurnResult } from '../core/channel-adapter.ts';
 import type { Logger } from '../core/logger.ts';
 import type { InboundMessage } from '../core/message.ts';
+import type { QueuedJob } from './shared-queue.ts';
 
 /** The timers of the `collect` debounce (tests fire them themselves). */
 export interface QueueTimers {
@@ -46,8 +47,6 @@ export interface QueueModesOptions {
   config: QueueConfig;
   timers: QueueTimers;
   logger: Logger;
-  /** Cluster mode: the lane owner runs each message on its own (followup), whatever the config says. */
-  cluster: boolean;
   /** Stops the running turn of a session, the way `/stop` does, with the interrupt reason. */
   interrupt(key: string): boolean;
 }
@@ -109,17 +108,10 @@ export class QueueModes<T> {
 
   constructor(options: QueueModesOptions) {
     this.options = options;
-    const { config } = options;
-    const configured = [config.mode, ...Object.values(config.byChannel)].some((m) => m && m !== 'followup');
-    if (options.cluster && configured) {
-      options.logger.warn({ mode: config.mode, byChannel: config.byChannel },
-        'cluster mode: queue modes collect, steer and interrupt are not supported across replicas yet; every message runs as its own turn (followup)');
-    }
   }
 
   /** The mode of a message's channel. */
   modeOf(message: InboundMessage): QueueMode {
-    if (this.options.cluster) return 'followup';
     return this.options.config.byChannel[message.channel] ?? this.options.config.mode;
   }
 
@@ -256,5 +248,15 @@ export function turnJoins<T>(plan: TurnPlan<T> | undefined): { joined?: InboundM
   return {
     ...(plan.joined.length ? { joined: plan.joined.map((q) => q.message) } : {}),
     ...(take ? { takeSteered: () => take().map((q) => q.message) } : {}),
+  };
+}
+
+/** The queue-mode fields of a claimed job's turn (cluster mode): the burst the shared queue joined, its steer hand-over. */
+export
+function jobJoins(job: QueuedJob): { joined?: InboundMessage[]; takeSteered?: () => Promise<InboundMessage[]> } {
+  const take = job.takeSteered;
+  return {
+    ...(job.joined?.length ? { joined: job.joined.map((j) => j.message) } : {}),
+    ...(take ? { takeSteered: async () => (await take()).map((j) => j.message) } : {}),
   };
 }

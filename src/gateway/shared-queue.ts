@@ -1,3 +1,4 @@
+import type { QueueMode } from '../config/queue-mode.ts';
 import type { TurnResult } from '../core/channel-adapter.ts';
 import type { InboundMessage } from '../core/message.ts';
 import type { GroupContextItem } from '../agent/turn-input.ts';
@@ -22,6 +23,24 @@ export interface QueuedJob {
   sent: number;
   /** Messages an earlier attempt's live reply posted (a rerun edits them into the answer instead of posting a copy). */
   live?: string[];
+  /** Queue mode `collect`: the burst's later messages, answered by this job's turn and marked done with it. */
+  joined?: QueuedJob[];
+  /** Queue mode `steer`: takes the messages accepted since, at a tool-call boundary; marked done with this job. */
+  takeSteered?: () => Promise<QueuedJob[]>;
+}
+
+/** The queue modes (SPEC §16) as the shared queue applies them to the messages it claims. */
+export interface QueueModePolicy {
+  /** A message's mode, or undefined when it takes no part (a command, a reset trigger, internal work). */
+  modeOf(message: InboundMessage): QueueMode | undefined;
+  /** `collect`: how long a burst stays open after its newest message. */
+  debounceMs: number;
+  /** Some channel uses `interrupt` (otherwise no message is looked at for it). */
+  interrupts: boolean;
+  /** Stops the running turn of a session (`interrupt`), as `/stop` does, with the interrupt reason. */
+  interrupt(key: string): void;
+  /** The debounce's timers (tests fire them themselves). */
+  timers: { setTimeout(fn: () => void, ms: number): unknown };
 }
 
 /** Why a delivery id is recorded without queueing its message. */
@@ -57,7 +76,11 @@ export interface SharedQueue {
   done(job: QueuedJob, result: TurnResult | undefined): Promise<void>;
   /** True when the code running now held its session's lock and lost it (its connection ended). */
   lockLost(): Promise<boolean>;
-  /** Starts claiming sessions with queued work; `run` runs one job on this replica's lanes. */
-  start(run: (job: QueuedJob) => Promise<TurnResult | undefined>): void;
+  /**
+   * Starts claiming sessions with queued work; `run` runs one job on this replica's lanes. With `modes`, a claimed
+   * message's turn carries the burst after it (`collect`), takes messages at its tool-call boundaries (`steer`), or
+   * is stopped by a newer message (`interrupt`); `done` then marks every message the turn carried.
+   */
+  start(run: (job: QueuedJob) => Promise<TurnResult | undefined>, modes?: QueueModePolicy): void;
   close(): void;
 }
