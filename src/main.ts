@@ -309,7 +309,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
     deliveries: () => gateway.deliveryFailures(),
     jobs: () => work.scheduler.list(),
     ...(cluster ? { cluster: async () => ({ replicaId: cluster.replicaId, replicas: await cluster.replicas.live() }) } : {}),
-    ...(views ? { providerFigures: () => views.providerFigures() } : {}),
+    ...(views ? { providerFigures: () => views.providerFigures(), clusterQueue: () => views.queueTotals() } : {}),
   });
   registerGatewayCommands(runtime.commands, { status, usage: () => accounting.usage() });
   registerCheckedCommands(runtime.commands, { keyTotals: (key) => accounting.keyTotals(key), sessionTotals: (key, id) => accounting.sessionTotals(key, id) });

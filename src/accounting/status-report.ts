@@ -35,7 +35,7 @@ export interface StatusReport {
   channels: ChannelStatusReport[];
   sessions: { active: number; persisted: number | null };
   providers: ProviderStatusReport[];
-  /** Turns running now and messages waiting on session lanes. */
+  /** Turns running now and messages waiting on session lanes (cluster mode: on every replica). */
   queue: { running: number; queued: number };
   /** Each MCP server: connecting, ready or failed (with the reason), and its tool count. */
   mcp: McpStatusReport[];
@@ -84,6 +84,11 @@ export interface StatusSources {
   providers: readonly { id: string; kind: string; model: string; contextWindow: number }[];
   tracker: ProviderTracker;
   queue(): { running: number; queued: number };
+  /**
+   * Cluster mode: the shared queue's sessions running and messages waiting (the running ones included), on every
+   * replica; the report shows the larger of these and this replica's own figures.
+   */
+  clusterQueue?(): Promise<{ running: number; waiting: number }>;
   mcp?(): McpStatusReport[];
   /** Cluster mode: the live replicas. */
   cluster?(): Promise<{ replicaId: string; replicas: unknown[] }>;
@@ -105,6 +110,7 @@ export async function buildStatusReport(sources: StatusSources): Promise<StatusR
   const persisted = await sources.persistedSessions().catch(() => null);
   // A failing read of the cluster's figures falls back to this process's own rather than failing the report.
   const figures = sources.providerFigures ? await sources.providerFigures().catch(() => undefined) : undefined;
+  const shared = sources.clusterQueue ? await sources.clusterQueue().catch(() => undefined) : undefined;
   return {
     version: sources.version,
     uptimeSeconds: Math.max(0, Math.floor((sources.now() - sources.startedAt) / 1000)),
@@ -127,13 +133,19 @@ export async function buildStatusReport(sources: StatusSources): Promise<StatusR
         ...(t.lastError ? { lastError: t.lastError } : {}),
       };
     }),
-    queue: sources.queue(),
+    queue: queueFigures(sources.queue(), shared),
     mcp: sources.mcp?.() ?? [],
     ...(sources.deliveries ? { deliveries: deliveriesOf(sources.deliveries()) } : {}),
     ...(sources.failovers ? { failovers: sources.failovers() } : {}),
     ...(sources.jobs ? { jobs: await sources.jobs().then(jobsReport, (err: unknown) => ({ count: 0, paused: 0, recent: [], error: String((err as Error).message) })) } : {}),
     ...(sources.cluster ? { cluster: await sources.cluster().catch((err: unknown) => ({ replicaId: '', replicas: [], error: String((err as Error).message) })) } : {}),
   };
+}
+
+/** This replica's queue figures, or the shared queue's where they are larger (cluster mode). */
+function queueFigures(local: { running: number; queued: number }, shared: { running: number; waiting: number } | undefined): { running: number; queued: number } {
+  if (!shared) return local;
+  return { running: Math.max(local.running, shared.running), queued: Math.max(local.queued, shared.waiting - shared.running) };
 }
 
 function deliveriesOf(d: { byChannel: Record<string, number>; recent: DeliveryFailure[] }): NonNullable<StatusReport['deliveries']> {

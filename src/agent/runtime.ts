@@ -38,6 +38,11 @@ export interface LaneControl {
   stop(key: string): boolean;
   depth(key: string): number;
   isRunning(key: string): boolean;
+  /**
+   * Cluster mode: the session's work on any replica (`running`: a replica holds its lock; `waiting`: its accepted
+   * messages not done, the running one included).
+   */
+  anywhere?(key: string): Promise<{ running: boolean; waiting: number }>;
 }
 
 /** Options of {@link AgentRuntime}. */
@@ -383,6 +388,18 @@ export class AgentRuntime {
     await this.options.sessions.reset(session, reason);
   }
 
+  /** A session's turn here, and in cluster mode anywhere (as `/admin/runs` counts it); this replica's alone when that read fails. */
+  private async turnState(key: string): Promise<{ running: boolean; queued: number }> {
+    const here = { running: this.lanes.isRunning(key), queued: this.lanes.depth(key) };
+    const there = await this.lanes.anywhere?.(key).catch((err: unknown) => {
+      this.options.logger.warn({ err, sessionKey: key }, 'could not read the session\'s work on other replicas; /status shows this replica\'s');
+      return undefined;
+    });
+    if (!there) return here;
+    const running = here.running || there.running;
+    return { running, queued: Math.max(here.queued, there.waiting - (running ? 1 : 0)) };
+  }
+
   private services(): CommandServices {
     return {
       config: this.options.config,
@@ -390,8 +407,7 @@ export class AgentRuntime {
       modelOf: (entry) => this.modelOf(entry),
       save: (entry) => this.options.sessions.save(entry),
       stopTurn: (key) => this.lanes.stop(key),
-      queueDepth: (key) => this.lanes.depth(key),
-      isRunning: (key) => this.lanes.isRunning(key),
+      turnState: (key) => this.turnState(key),
       describeReset: (entry) => describeResetPolicy(this.resetPolicyOf(entry)),
       toolsOf: (entry) => {
         const schemas = this.toolSchemas(entry);

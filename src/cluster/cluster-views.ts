@@ -5,35 +5,7 @@ import type { Logger } from '../core/logger.ts';
 import type { ClusterListener } from './cluster-listener.ts';
 import { ClusterEventBus, type ProviderCounters } from './cluster-events.ts';
 import { ClusterWebchatRelay } from './cluster-webchat.ts';
-
-/** A session's work anywhere in the cluster, as `/admin/runs` shows it. */
-export interface ClusterRunState {
-  /** Some replica holds the session's lock: one of its turns (or an admin action on its lane) is running. */
-  running: boolean;
-  /** Messages accepted for it and not done yet (the running one included). */
-  waiting: number;
-}
-
-/**
- * For each key: whether a replica (this one or another) holds its session lock, and its queued messages. The
- * lock table is the truth a notification could only report: it is right after a crash (the lock went with the
- * connection) and after a missed notification; one statement per `/admin/runs`, none per turn. The lock expression is the one `SessionLocks` takes and the work queue's scan reads.
- */
-const RUN_STATES = `
-WITH held AS (
-  SELECT (classid::bigint << 32) | objid::bigint AS h FROM pg_locks
-  WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-)
-SELECT k AS key, hashtextextended(k, 0) IN (SELECT h FROM held) AS running,
-  coalesce((SELECT next_seq - done_seq FROM sb_lane WHERE session_key = k), 0)::int AS waiting
-FROM unnest($1::text[]) AS k`;
-
-/** Reads {@link ClusterRunState} of `keys` in one statement. */
-export async function clusterRunStates(pool: pg.Pool, keys: readonly string[]): Promise<Map<string, ClusterRunState>> {
-  if (!keys.length) return new Map();
-  const { rows } = await pool.query<{ key: string; running: boolean; waiting: number }>(RUN_STATES, [[...new Set(keys)]]);
-  return new Map(rows.map((r) => [r.key, { running: r.running, waiting: Math.max(0, r.waiting) }]));
-}
+import { clusterQueueTotals, clusterRunStates, type ClusterRunState } from './run-states.ts';
 
 /** One provider's figures in `/status` (the shape `StatusSources.providerFigures` gives). */
 export interface ProviderFigures {
@@ -106,6 +78,8 @@ export interface ClusterViews {
   dashboard: { subscribe(onSession: (key: string, reason: string) => void): () => void; watch(open: boolean): void };
   /** `mountRunRoutes`' `cluster`: the run state of keys on any replica. */
   runStates(keys: readonly string[]): Promise<Map<string, ClusterRunState>>;
+  /** `buildStatusReport`'s `clusterQueue`: sessions running and messages waiting in the shared queue. */
+  queueTotals(): Promise<{ running: number; waiting: number }>;
   /** `buildStatusReport`'s `providerFigures`: per provider, the cluster's requests, tokens, failures and retries. */
   providerFigures(): Promise<Map<string, ProviderFigures>>;
   /** `mountWebchatRoutes`' `laterReplies`: replies to this replica's web chat pages of work run on other replicas. */
@@ -129,6 +103,7 @@ export function startClusterViews(options: ClusterViewsOptions): ClusterViews {
   return {
     dashboard: { subscribe: (onSession) => bus.onSessionChange(onSession), watch: (open) => bus.watch(open) },
     runStates: (keys) => clusterRunStates(cluster.pool, keys),
+    queueTotals: () => clusterQueueTotals(cluster.pool),
     providerFigures: async () => clusterProviderFigures(await accounting.providerUsage(), bus.remoteProviderCounters(), (id) => accounting.providers.providerTotals(id).lastError),
     webchat,
     close: async () => {

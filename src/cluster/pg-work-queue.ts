@@ -6,6 +6,7 @@ import { deliveryKey } from '../gateway/inbox.ts';
 import type { QueueModePolicy, QueuedJob, SharedQueue, SeenOutcome } from '../gateway/shared-queue.ts';
 import { ClaimedQueueModes, type ClaimedTurn, type QueueRow } from './claimed-queue-modes.ts';
 import { ClaimOrder } from './claim-order.ts';
+import { clusterRunStates } from './run-states.ts';
 import { ClusterListener } from './cluster-listener.ts';
 import { jsonbText, storableString } from './jsonb.ts';
 import { LeaseLostError } from '../core/errors.ts';
@@ -160,6 +161,10 @@ export class PgWorkQueue implements SharedQueue {
     } finally {
       await lock.release();
     }
+  }
+
+  async runState(key: string): Promise<{ running: boolean; waiting: number }> {
+    return (await clusterRunStates(this.options.pool, [key])).get(key) ?? { running: false, waiting: 0 };
   }
 
   async lockLost(): Promise<boolean> {

@@ -88,6 +88,7 @@ export class Gateway {
       stop: (key) => { const stopped = this.lanes.stop(key); options.onStop?.(key); return stopped; },
       depth: (key) => this.lanes.depth(key),
       isRunning: (key) => this.lanes.isRunning(key),
+      ...(options.queue ? { anywhere: (key: string) => options.queue!.runState(key) } : {}),
     });
   }
 

@@ -74,6 +74,8 @@ export interface SharedQueue {
   sent(job: QueuedJob, count: number): Promise<void>;
   /** The job is finished; its result is kept for waiters. */
   done(job: QueuedJob, result: TurnResult | undefined): Promise<void>;
+  /** A session's work on any replica: `running` when some replica holds its lock, `waiting` its messages not done. */
+  runState(key: string): Promise<{ running: boolean; waiting: number }>;
   /** True when the code running now held its session's lock and lost it (its connection ended). */
   lockLost(): Promise<boolean>;
   /**

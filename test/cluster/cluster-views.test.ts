@@ -111,6 +111,34 @@ describePg('cluster mode: what a page of one replica sees covers the others', ()
     await until(async () => !(await runsOf(a.gw)).some((r) => r.sessionKey === key && r.turnRunning), 'the run no longer running on A');
   }, 30_000);
 
+  it('/status on A shows B\'s running turn and the messages queued behind it, in the chat and in GET /status', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    fake.fallback = async (r) => {
+      if (lastUser(r).includes('slow')) await held;
+      return say('done');
+    };
+    const a = await replica('a');
+    const b = await replica('b');
+    const peer = { peerId: '43', chatId: '43' };
+    await b.telegram.inject('slow one', peer);
+    await until(() => fake.requests.length > 0, 'B\'s LLM call');
+    await b.telegram.inject('next one', peer);
+    await b.telegram.inject('and another', peer);
+    try {
+      await (await a.telegram.inject('/status', peer)).done;
+      const said = a.telegram.sent.at(-1)!.message.text;
+      expect(said).toContain('• turn: running, 2 queued');
+      expect(said).toMatch(/· 1 running, 2 queued/);
+      const status = (await (await request(a.gw, '/status')).json()) as { queue: { running: number; queued: number } };
+      expect(status.queue).toEqual({ running: 1, queued: 2 });
+      expect(a.gw.gateway.lanes.isRunning('agent:main:telegram:direct:43')).toBe(false);
+    } finally {
+      release();
+    }
+    await b.telegram.waitForSent(3);
+  }, 30_000);
+
   it('A\'s /status provider figures include B\'s calls, tokens and failures', async () => {
     fake.fallback = (r) => (lastUser(r).includes('fail') ? { status: 500, error: { message: 'upstream broke' } } : say('fine'));
     const a = await replica('a');

@@ -24,8 +24,7 @@ export function registerBuiltinCommands(registry: CommandRegistry, budgets?: Bud
         const e = session.entry;
         const { ref, userChosen, fallbacks, contextWindow } = services.modelOf(e);
         const pct = contextWindow ? Math.round((e.contextTokens / contextWindow) * 100) : 0;
-        const running = services.isRunning(e.key);
-        const queued = services.queueDepth(e.key);
+        const { running, queued } = await services.turnState(e.key);
         const belowFixedCost = await budgets?.budgetBelowFixedCost(e);
         return [
           `**Status** · ${e.key}`,
@@ -65,7 +64,7 @@ export function registerBuiltinCommands(registry: CommandRegistry, budgets?: Bud
       description: 'stop the running turn (queued messages stay)',
       immediate: true,
       async run({ session, services }) {
-        const queued = services.queueDepth(session.key);
+        const { queued } = await services.turnState(session.key);
         const tail = queued ? ` ${queued} queued message${queued === 1 ? '' : 's'} will still be answered.` : '';
         const stopped = services.stopTurn(session.key);
         const e = session.entry;

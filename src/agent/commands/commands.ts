@@ -46,9 +46,11 @@ export interface CommandServices {
   save(entry: SessionEntry): Promise<void>;
   /** Aborts the session's running turn; false when none runs. */
   stopTurn(key: string): boolean;
-  /** Messages waiting on the session's lane (not counting the running one). */
-  queueDepth(key: string): number;
-  isRunning(key: string): boolean;
+  /**
+   * Whether a turn of the session runs, and how many of its messages wait (not counting the running one); in
+   * cluster mode on any replica.
+   */
+  turnState(key: string): Promise<{ running: boolean; queued: number }>;
   /** The reset policy text of a session, for /status. */
   describeReset(entry: SessionEntry): string;
   /** The session's tool preset, the tools it enables and what their schemas cost per request. */
