@@ -269,6 +269,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   // Cluster mode: what the pages and clients of this replica see covers every replica (SPEC §13).
   const views: ClusterViews | undefined = cluster ? startClusterViews({ cluster, events: runtime.events, accounting, logger, pollMs: config.cluster.pollMs }) : undefined;
   opened.push(() => views?.close());
+  if (views) for (const webchat of adapters.filter(isWebchatChannel)) webchat.forwardOrphans((user, push) => views.webchat.publish(user, push));
   let server: ServerType | undefined;
   // Messages accepted before the last stop are replayed once their channel is connected, so replies can go out.
   const replayLater = new Map<string, typeof pending>();

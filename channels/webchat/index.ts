@@ -4,7 +4,7 @@ import type { Clock } from '../../src/core/clock.ts';
 import { SwitchboardError } from '../../src/core/errors.ts';
 import type { Attachment, DeliveryTarget, InboundMessage, OutboundFile, OutboundMessage } from '../../src/core/message.ts';
 import { outboundText } from '../../src/core/message.ts';
-import { WebchatOutbox, type WebchatFile, type WebchatListener } from './outbox.ts';
+import { WebchatOutbox, type WebchatFile, type WebchatListener, type WebchatPush } from './outbox.ts';
 
 export type { WebchatFile, WebchatListener, WebchatPush } from './outbox.ts';
 
@@ -39,6 +39,11 @@ export interface WebchatChannel extends ChannelAdapter {
   submit(user: string, text: string, options?: WebchatSubmitOptions): Promise<Submission>;
   /** Hands `user`'s later replies to `listener` until the returned function is called or the channel stops. */
   subscribe(user: string, listener: WebchatListener): () => void;
+  /**
+   * Cluster mode: a reply whose request went away (the page closed mid-turn) goes to `forward` too, besides this
+   * process's open pages, so the user's pages on other replicas get it.
+   */
+  forwardOrphans(forward: (user: string, push: WebchatPush) => void): void;
 }
 
 /** The message of one line `user` typed in the web chat (a direct chat whose peer is the name), with its attachments. */
@@ -67,6 +72,7 @@ export function createWebchatChannel(options: WebchatOptions): WebchatChannel {
   const outbox = new WebchatOutbox();
   /** Messages whose HTTP request is still waiting for the turn: their replies go back in its answer. */
   const waiting = new Map<string, AbortSignal | undefined>();
+  let forwardOrphan: ((user: string, push: WebchatPush) => void) | undefined;
 
   return {
     id: 'webchat',
@@ -105,7 +111,12 @@ export function createWebchatChannel(options: WebchatOptions): WebchatChannel {
       const request = message.replyTo !== undefined && waiting.has(message.replyTo);
       if (request && !waiting.get(message.replyTo!)?.aborted) return;
       const files = message.files?.map(webchatFile);
-      outbox.publish(target.chatId, { text: outboundText(message), ...(files?.length ? { files } : {}), kind: message.kind ?? 'reply', at: options.clock.now() });
+      const push: WebchatPush = { text: outboundText(message), ...(files?.length ? { files } : {}), kind: message.kind ?? 'reply', at: options.clock.now() };
+      outbox.publish(target.chatId, push);
+      if (request) forwardOrphan?.(target.chatId, push);
+    },
+    forwardOrphans(forward) {
+      forwardOrphan = forward;
     },
   };
 }

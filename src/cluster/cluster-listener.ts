@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Logger } from '../core/logger.ts';
 
-const CHANNELS = ['sb_ready', 'sb_done', 'sb_control', 'sb_events'] as const;
+const CHANNELS = ['sb_ready', 'sb_done', 'sb_control', 'sb_events', 'sb_webchat'] as const;
 
 /** What `application_name` the listening connection reports (so an operator, or a test, can find it in `pg_stat_activity`). */
 export const LISTENER_APPLICATION_NAME = 'switchboard-listener';

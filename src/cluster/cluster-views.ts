@@ -99,7 +99,7 @@ export function startClusterViews(options: ClusterViewsOptions): ClusterViews {
     pool: cluster.pool, listener: cluster.listener, replicaId: cluster.replicaId, logger, events,
     localProviders: () => localProviderCounters(accounting.providers), ...(options.flushMs !== undefined ? { flushMs: options.flushMs } : {}),
   });
-  const webchat = new ClusterWebchatRelay({ pool: cluster.pool, listener: cluster.listener, logger, events, pollMs: options.pollMs });
+  const webchat = new ClusterWebchatRelay({ pool: cluster.pool, listener: cluster.listener, replicaId: cluster.replicaId, logger, events, pollMs: options.pollMs });
   return {
     dashboard: { subscribe: (onSession) => bus.onSessionChange(onSession), watch: (open) => bus.watch(open) },
     runStates: (keys) => clusterRunStates(cluster.pool, keys),

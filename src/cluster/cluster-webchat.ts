@@ -26,6 +26,8 @@ export interface RelayListener {
 export interface ClusterWebchatRelayOptions {
   pool: pg.Pool;
   listener: ClusterListener;
+  /** This replica (its own {@link ClusterWebchatRelay.publish}es are left to its own pages). */
+  replicaId: string;
   logger: Logger;
   /** This replica's turn events: the internal turns it runs itself, whose replies its own web chat already handed out. */
   events: TurnEvents;
@@ -40,11 +42,14 @@ export interface ClusterWebchatRelayOptions {
 }
 
 interface DoneRow { session_key: string; seq: number; correlation_id: string; internal: InternalRoute | null; result: TurnResult | null; done_at: string }
+/** A reply another replica published for a user whose request went away. */
+interface PublishedRow { id: number; user_id: string; push: Omit<RelayedReply, 'at'>; at: string }
 
 /**
- * The database's now, and the finished messages that answer into the web chat with their results (the replies),
- * done after `$1` (after now less `$2` ms when `$1` is null). Rows of `sb_inbox` are kept 24 h after they are
- * done, and `done_at` is indexed (`sb_inbox_done`).
+ * The database's now, the finished messages that answer into the web chat with their results (the replies), done
+ * after `$1` (after now less `$2` ms when `$1` is null), and the replies other replicas published since then
+ * (`sb_webchat_reply`, not this replica's `$3`). Rows of `sb_inbox` are kept 24 h after they are done, and
+ * `done_at` is indexed (`sb_inbox_done`), as `sb_webchat_reply.at` is.
  */
 const DONE_FOR_WEBCHAT = `
 SELECT now() AS now, (
@@ -52,7 +57,17 @@ SELECT now() AS now, (
     SELECT session_key, seq, correlation_id, message->'internal' AS internal, result, done_at FROM sb_inbox
     WHERE done_at > coalesce($1::timestamptz, now() - make_interval(secs => $2::double precision / 1000))
       AND message->'internal'->'deliverTo'->>'channel' = 'webchat'
-  ) x) AS rows`;
+  ) x) AS rows, (
+  SELECT coalesce(json_agg(p ORDER BY p.id), '[]'::json) FROM (
+    SELECT id, user_id, push, at FROM sb_webchat_reply
+    WHERE at > coalesce($1::timestamptz, now() - make_interval(secs => $2::double precision / 1000)) AND replica <> $3
+  ) p) AS published`;
+
+/** Publishes a reply for the other replicas' pages (and drops those older than an hour). */
+const PUBLISH = `
+WITH old AS (DELETE FROM sb_webchat_reply WHERE at < now() - interval '1 hour'),
+ins AS (INSERT INTO sb_webchat_reply (user_id, push, replica) VALUES ($1, $2, $3) RETURNING id)
+SELECT pg_notify('sb_webchat', '') FROM ins`;
 
 /**
  * Later web chat replies across replicas (SPEC §13). In cluster mode a web chat request's own turn runs on the
@@ -90,6 +105,7 @@ export class ClusterWebchatRelay {
       onTurnStart: (event) => { if (event.channel === 'internal') this.rememberLocal(event.correlationId); },
     });
     options.listener.on('sb_done', () => { if (this.pages.size) this.lookSoon(); });
+    options.listener.on('sb_webchat', () => { if (this.pages.size) this.lookSoon(); });
     options.listener.onConnect(() => { if (this.pages.size) this.lookSoon(); });
   }
 
@@ -115,6 +131,17 @@ export class ClusterWebchatRelay {
       if (set.size === 0 && this.pages.get(user) === set) this.pages.delete(user);
       if (this.pages.size === 0) this.stopPolling();
     };
+  }
+
+  /**
+   * A reply this replica could not hand to the request that asked (its page went away) and gave its own pages of
+   * `user`: the user's pages on the other replicas get it too. Files only on this replica's disk are left out.
+   */
+  publish(user: string, reply: { text: string; kind: string; files?: { name: string; mime: string; size: number; sha256?: string }[] }): void {
+    const files = (reply.files ?? []).flatMap((f) => (f.sha256 ? [{ name: f.name, mime: f.mime, size: f.size, sha256: f.sha256 }] : []));
+    const push = { text: reply.text, kind: reply.kind, ...(files.length ? { files } : {}) };
+    this.options.pool.query(PUBLISH, [user, JSON.stringify(push), this.options.replicaId])
+      .catch((err: unknown) => this.options.logger.warn({ err }, 'could not pass a web chat reply on to the other replicas\' pages'));
   }
 
   /** Ends every page's relay and stops looking. */
@@ -191,12 +218,17 @@ export class ClusterWebchatRelay {
       // transcript the page loads. It notes the rows of the overlap, so that the next look-ups skip them too.
       const first = this.since === undefined;
       const from = first ? undefined : this.since! - overlap;
-      const { rows } = await this.options.pool.query<{ now: Date; rows: DoneRow[] }>(DONE_FOR_WEBCHAT, [from === undefined ? null : new Date(from), overlap]);
+      const { rows } = await this.options.pool.query<{ now: Date; rows: DoneRow[]; published: PublishedRow[] }>(DONE_FOR_WEBCHAT,
+        [from === undefined ? null : new Date(from), overlap, this.options.replicaId]);
       const found = rows[0];
       if (!found || !this.pages.size) return;
       for (const row of found.rows) {
         if (first) this.seen.set(`${row.session_key}\u0000${row.seq}`, Date.parse(row.done_at));
         else this.handOut(row);
+      }
+      for (const row of found.published) {
+        if (first) this.seen.set(`\u0000${row.id}`, Date.parse(row.at));
+        else this.handOutPublished(row);
       }
       this.since = found.now.getTime();
       if (from !== undefined) for (const [id, at] of this.seen) if (at < from - overlap) this.seen.delete(id);
@@ -215,6 +247,15 @@ export class ClusterWebchatRelay {
     const pages = user === undefined ? undefined : this.pages.get(user);
     if (!pages?.size) return;
     for (const push of pushesOf(row, at)) for (const page of [...pages]) page.reply(push);
+  }
+
+  /** A reply another replica published: to this user's pages here, once. */
+  private handOutPublished(row: PublishedRow): void {
+    const id = `\u0000${row.id}`;
+    if (this.seen.has(id)) return;
+    const at = Date.parse(row.at);
+    this.seen.set(id, at);
+    for (const page of [...(this.pages.get(row.user_id) ?? [])]) page.reply({ ...row.push, at });
   }
 }
 

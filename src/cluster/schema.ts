@@ -8,6 +8,7 @@ import { MIGRATION_007 } from './migrations/007-rate-limits.ts';
 import { MIGRATION_008 } from './migrations/008-queue-fairness.ts';
 import { MIGRATION_009 } from './migrations/009-runs-rekey.ts';
 import { MIGRATION_010 } from './migrations/010-inbox-live.ts';
+import { MIGRATION_011 } from './migrations/011-webchat-replies.ts';
 import type { Migration } from './migrations/migration.ts';
 
 export type { Migration } from './migrations/migration.ts';
@@ -207,5 +208,5 @@ CREATE TABLE sb_job_state (
 `,
   },
   // Later migrations live in ./migrations/, one file each; one whose SQL is still empty is skipped.
-  ...[MIGRATION_006, MIGRATION_007, MIGRATION_008, MIGRATION_009, MIGRATION_010].filter((m) => m.sql.trim() !== ''),
+  ...[MIGRATION_006, MIGRATION_007, MIGRATION_008, MIGRATION_009, MIGRATION_010, MIGRATION_011].filter((m) => m.sql.trim() !== ''),
 ];

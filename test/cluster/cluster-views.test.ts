@@ -161,6 +161,29 @@ describePg('cluster mode: what a page of one replica sees covers the others', ()
     expect(a.gw.accounting.providers.providerTotals('default').requests).toBe(0);
   }, 30_000);
 
+  it('a web chat page on A closed mid-turn: the answer reaches the same user\'s page open on B', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    fake.fallback = async () => {
+      await held;
+      return say('The plan has three steps.');
+    };
+    const a = await replica('a');
+    const b = await replica('b');
+    const onB = await sse(b.gw, '/webchat/events?user=dave');
+    expect((await onB.next()).event).toBe('ready');
+    const page = new AbortController();
+    const posted = Promise.resolve(request(a.gw, '/webchat/messages', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'dave', text: 'what is the plan?' }), signal: page.signal,
+    })).then((r) => r.text()).catch(() => undefined);
+    await until(() => fake.requests.length === 1, 'the turn on A at the provider');
+    page.abort();
+    release();
+    const reply = await onB.until((e) => e.event === 'reply');
+    expect(reply.data).toMatchObject({ text: 'The plan has three steps.', kind: 'reply' });
+    await posted;
+  }, 30_000);
+
   for (const cut of [false, true]) {
     it(`a web chat goal posted to A whose background batch runs on B: the reply reaches A's page${cut ? ' (A\'s listener connection cut meanwhile)' : ''}`, async () => {
       const user = cut ? 'carol' : 'alice';

@@ -36,12 +36,12 @@ describePg('cluster web chat relay: later replies of other replicas, read from s
   const relays: ClusterWebchatRelay[] = [];
   afterEach(async () => {
     for (const r of relays.splice(0)) r.close();
-    await db.pool.query('TRUNCATE sb_inbox');
+    await db.pool.query('TRUNCATE sb_inbox, sb_webchat_reply');
   });
 
-  function relay(pollMs: number, events = new TurnEvents(silentLogger())) {
+  function relay(pollMs: number, events = new TurnEvents(silentLogger()), replicaId = 'relay-test') {
     const quiet = quietListener();
-    const r = new ClusterWebchatRelay({ pool: db.pool, listener: quiet.listener, logger: silentLogger(), events, pollMs });
+    const r = new ClusterWebchatRelay({ pool: db.pool, listener: quiet.listener, replicaId, logger: silentLogger(), events, pollMs });
     relays.push(r);
     return { relay: r, ...quiet, events };
   }
@@ -65,6 +65,27 @@ describePg('cluster web chat relay: later replies of other replicas, read from s
     for (let i = 0; i < 3; i++) await r.lookNow();
     expect(alice.got).toHaveLength(2);
     expect(bob.got).toHaveLength(0);
+  });
+
+  it('a reply one replica publishes (its request went away) reaches the user\'s pages on the others once, on sb_webchat, never its own', async () => {
+    const here = relay(3_600_000, undefined, 'here');
+    const there = relay(3_600_000, undefined, 'there');
+    const mine = page(here.relay, 'alice');
+    const theirs = page(there.relay, 'alice');
+    const other = page(there.relay, 'bob');
+    await Promise.all([started(here.relay), started(there.relay)]);
+    here.relay.publish('alice', { text: 'the answer', kind: 'reply', files: [
+      { name: 'a.txt', mime: 'text/plain', size: 3, sha256: 'ab'.repeat(32) }, { name: 'local.txt', mime: 'text/plain', size: 3 },
+    ] });
+    await until(async () => (await db.pool.query('SELECT 1 FROM sb_webchat_reply')).rowCount === 1, 'the published row');
+    there.fire('sb_webchat', '');
+    await until(() => theirs.got.length === 1, 'the reply on the other replica');
+    expect(theirs.got[0]).toMatchObject({ text: 'the answer', kind: 'reply', files: [{ name: 'a.txt', mime: 'text/plain', size: 3, sha256: 'ab'.repeat(32) }] });
+    for (let i = 0; i < 2; i++) await Promise.all([here.relay.lookNow(), there.relay.lookNow()]);
+    expect(theirs.got).toHaveLength(1);
+    expect(other.got).toHaveLength(0);
+    // The publishing replica's own pages had it from its web chat, not again from the relay.
+    expect(mine.got).toHaveLength(0);
   });
 
   it('sb_done makes the look-up immediate (no poll needed)', async () => {
