@@ -1,6 +1,6 @@
 import type { Logger } from '../core/logger.ts';
 import type { SessionEntry } from '../sessions/entry.ts';
-import type { Fence } from './fence.ts';
+import { currentFence, type Fence } from './fence.ts';
 import type { PgTranscriptStore, ReadRow } from './pg-transcript-store.ts';
 
 /**
@@ -22,7 +22,7 @@ ORDER BY e.n`;
 /** What {@link readOnClaim} primes. */
 export interface ClaimReadTargets {
   sessions: {
-    prime(key: string, entry: SessionEntry | undefined): void;
+    prime(key: string, entry: SessionEntry | undefined, stillHeld?: () => boolean): void;
     forget(key: string): void;
   };
   /** The entries' store: the row's key and how its text is read. */
@@ -47,7 +47,8 @@ export function readOnClaim(targets: ClaimReadTargets): (key: string, fence: Fen
       ]);
       const head = rows[0];
       const entry = head ? await store.decodeStored(head.value) : undefined;
-      sessions.prime(key, entry);
+      // No entry yet (a new session): its turn, under this same hold, creates it without reading again.
+      sessions.prime(key, entry, () => currentFence() === fence && fence.alive && fence.key === key);
       if (!head?.sid || entry?.sessionId !== head.sid) {
         transcripts.forgetKey(key);
         return;

@@ -66,6 +66,8 @@ const EXPIRY_SCAN = 32;
 export class SessionManager {
   private readonly active = new Map<string, ActiveSession>();
   private readonly loading = new Map<string, Promise<SessionEntry>>();
+  /** Cluster mode: keys a claim found no entry for, with whether the same hold of their lock goes on ({@link prime}). */
+  private readonly absent = new Map<string, () => boolean>();
   private readonly writes = new Map<string, Promise<void>>();
   /** Per key, the write waiting for the one under way (it writes the newest snapshot when it starts). */
   private readonly queuedWrites = new Map<string, { snapshot: Snapshot; entry: SessionEntry; write: Promise<void> }>();
@@ -244,6 +246,7 @@ export class SessionManager {
    * it since, so the next turn reads the store). Nothing persisted is touched.
    */
   forget(key: string): void {
+    this.absent.delete(key);
     const session = this.active.get(key);
     if (!session || session.holds > 0) return;
     this.active.delete(key);
@@ -251,13 +254,18 @@ export class SessionManager {
   }
 
   /**
-   * Cluster mode: `entry` was read just now under the session's lock (undefined: none is stored), so the next
-   * {@link acquire} uses it without reading the store. A held session is left as it is.
+   * Cluster mode: `entry` was read just now under the session's lock, so the next {@link acquire} uses it without
+   * reading the store. Undefined: none is stored, and while `stillHeld` says the same hold of the lock goes on, the
+   * next acquire creates the entry without looking again. A held session is left as it is.
    */
-  prime(key: string, entry: SessionEntry | undefined): void {
+  prime(key: string, entry: SessionEntry | undefined, stillHeld?: () => boolean): void {
     if ((this.active.get(key)?.holds ?? 0) > 0) return;
     this.forget(key);
-    if (!entry || this.loading.has(key) || this.writes.has(key) || this.active.size >= this.options.maxActiveSessions) return;
+    if (!entry) {
+      if (stillHeld && !this.loading.has(key) && !this.writes.has(key)) this.absent.set(key, stillHeld);
+      return;
+    }
+    if (this.loading.has(key) || this.writes.has(key) || this.active.size >= this.options.maxActiveSessions) return;
     this.active.set(key, { key, entry, holds: 0 });
   }
 
@@ -276,7 +284,9 @@ export class SessionManager {
   }
 
   private async loadOrCreate(init: SessionInit): Promise<SessionEntry> {
-    const stored = await this.options.store.get(init.key);
+    const absent = this.absent.get(init.key);
+    this.absent.delete(init.key);
+    const stored = absent?.() ? undefined : await this.options.store.get(init.key);
     if (stored) return stored;
     const now = this.options.clock.now();
     return {

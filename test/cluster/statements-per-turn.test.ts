@@ -28,6 +28,8 @@ describePg('PostgreSQL statements per turn (one replica, steady state)', () => {
   const sessions = 4;
   const turnsPerSession = 8;
   let tally: StatementTally;
+  /** The sessions' first turns (a new entry and transcript each). */
+  let firstTally: StatementTally;
   let turns = 0;
 
   beforeAll(async () => {
@@ -53,8 +55,10 @@ describePg('PostgreSQL statements per turn (one replica, steady state)', () => {
       replies += sessions * rounds;
     };
     // Warm-up: every session runs a turn (entry, transcript, lane rows exist), the ledger writer ran once.
+    counter.reset();
     await converse(1);
     await gw.accounting.flush();
+    firstTally = counter.tally();
     counter.reset();
     await converse(turnsPerSession);
     await gw.accounting.flush();
@@ -70,6 +74,13 @@ describePg('PostgreSQL statements per turn (one replica, steady state)', () => {
 
   const perTurn = (filter?: RegExp) => [...tally.bySql].filter(([sql]) => !filter || filter.test(sql)).reduce((n, [, c]) => n + c, 0) / turns;
   const breakdown = () => [...tally.bySql].sort((a, b) => b[1] - a[1]).map(([sql, n]) => `${(n / turns).toFixed(2)}  ${sql}`).join('\n');
+
+  it('a new session\'s first turn reads its entry once (the claim\'s read)', () => {
+    const first = [...firstTally.bySql].sort((a, b) => b[1] - a[1]).map(([sql, n]) => `${(n / sessions).toFixed(2)}  ${sql}`).join('\n');
+    console.log(`statements per first turn: ${(firstTally.total / sessions).toFixed(2)}\n${first}`);
+    const entryReads = [...firstTally.bySql].filter(([sql]) => sql.startsWith('SELECT value FROM keyv WHERE key')).reduce((n, [, c]) => n + c, 0);
+    expect(entryReads, first).toBe(0);
+  });
 
   it(`the work queue sends at most ${QUEUE_BUDGET} statements per turn`, () => {
     expect(perTurn(QUEUE_SQL), breakdown()).toBeLessThanOrEqual(QUEUE_BUDGET);
