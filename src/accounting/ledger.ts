@@ -87,6 +87,10 @@ export class TokenLedger {
   private rotationHeld = false;
   private rotationRetryAt = 0;
   private readonly background = new Set<Promise<unknown>>();
+  /** Bumped each time a rotation puts the active file among the archives (a read across it starts again). */
+  private generation = 0;
+  /** A rotation's swap of the active file and the archives, while it runs (short: a rename or an unlink). */
+  private swapping: Promise<void> | undefined;
   private compressing: Promise<unknown> = Promise.resolve();
 
   constructor(options: TokenLedgerOptions) {
@@ -213,13 +217,24 @@ export class TokenLedger {
   }
 
   /**
-   * The newest records matching `filter`, newest first: the active file backwards in chunks, then the
-   * archives, newest first, skipping those whose key filter rules out `sessionKey`. `contains` (a JSON
-   * fragment every match holds) skips other lines without parsing them.
+   * The newest records matching `filter`, newest first: those queued and not written yet, the active file
+   * backwards in chunks, then the archives, newest first, skipping those whose key filter rules out `sessionKey`.
+   * `contains` (a JSON fragment every match holds) skips other lines without parsing them. It does not wait for
+   * the writer: an old oversized ledger being split into archives at start (seconds) is read as the active file
+   * meanwhile. What it reads is one moment's: the queue, the active file up to its written size and the archives
+   * of then; a rotation that moves them meanwhile makes it read again.
    */
   async readBackwards(filter: (record: LedgerRecord) => boolean, limit: number, options: { contains?: string; sessionKey?: string } = {}): Promise<LedgerRecord[]> {
-    await this.flush();
-    return readLedgerBackwards({ file: this.file, dir: this.dir, archives: () => this.archives }, filter, limit, options);
+    // Not opened (the folder is not there yet): read what there is, as before any write.
+    await this.open().catch(() => undefined);
+    for (;;) {
+      while (this.swapping) await this.swapping;
+      const generation = this.generation;
+      const archives = [...this.archives];
+      const source = { file: this.file, dir: this.dir, archives: () => archives, activeBytes: this.written, queued: this.pending.map((p) => p.line) };
+      const found = await readLedgerBackwards(source, filter, limit, options);
+      if (generation === this.generation && !this.swapping) return found;
+    }
   }
 
   private rotationDue(): boolean {
@@ -276,23 +291,34 @@ export class TokenLedger {
     const at = this.now();
     this.out.close();
     const taken = new Set(this.archives.map((a) => a.name));
-    let added: ArchiveEntry[];
-    if (this.written > 2 * this.rotation.maxFileBytes) {
-      added = (await splitIntoArchives(this.file, at, this.rotation.maxFileBytes, taken)).map(({ archive, keys }) => ({ ...archive, keys }));
-      await rm(this.file, { force: true });
-    } else {
-      const name = archiveName(this.file, at, taken);
-      await rename(this.file, path.join(this.dir, name));
-      added = [{ name, rotatedAt: at, compressed: false, keys: this.activeKeys }];
+    // The long part first; the active file stays in place meanwhile (readers read it as the active file).
+    const parts = this.written > 2 * this.rotation.maxFileBytes ? await splitIntoArchives(this.file, at, this.rotation.maxFileBytes, taken) : undefined;
+    let added: ArchiveEntry[] = [];
+    const swap = (async () => {
+      if (parts) {
+        await rm(this.file, { force: true });
+        added = parts.map(({ archive, keys }) => ({ ...archive, keys }));
+      } else {
+        const name = archiveName(this.file, at, taken);
+        await rename(this.file, path.join(this.dir, name));
+        added = [{ name, rotatedAt: at, compressed: false, keys: this.activeKeys }];
+      }
+      this.archives.push(...added);
+      this.activeKeys = new KeyFilter();
+      this.activeSince = undefined;
+      this.written = 0;
+      this.tail = Buffer.alloc(0);
+      this.prefix = '';
+      this.rotations++;
+      this.generation++;
+      this.out.append(''); // the active file exists again at once, for whoever follows it
+    })();
+    this.swapping = swap;
+    try {
+      await swap;
+    } finally {
+      this.swapping = undefined;
     }
-    this.archives.push(...added);
-    this.activeKeys = new KeyFilter();
-    this.activeSince = undefined;
-    this.written = 0;
-    this.tail = Buffer.alloc(0);
-    this.prefix = '';
-    this.rotations++;
-    this.out.append(''); // the active file exists again at once, for whoever follows it
     this.logger.info({ archives: added.map((a) => a.name) }, 'token ledger rotated');
     for (const archive of added) this.compressInBackground(archive);
     await this.applyRetention();
