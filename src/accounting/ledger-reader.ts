@@ -6,7 +6,8 @@ import { KeyFilter, readArchive, type LedgerArchive } from './ledger-archive.ts'
 import { keyBlocks } from './ledger-blocks.ts';
 import { parseLedgerLine, type LedgerRecord } from './ledger-record.ts';
 
-const CHUNK = 64 * 1024;
+/** The active file is read backwards this much at a time (one buffer, reused). */
+const BACKWARDS_CHUNK = 1024 * 1024;
 
 /** Reads the records of a ledger file between two byte offsets (line starts), in file order; a missing file has none. */
 export async function scanLedgerRange(
@@ -61,10 +62,14 @@ export async function scanLedgerArchive(dir: string, archive: LedgerArchive, onR
   return keys;
 }
 
-/** Where {@link readLedgerBackwards} reads: the active file, then the archives (read when the active file is done). */
+/** Where {@link readLedgerBackwards} reads: the queued lines, the active file, then the archives (read when the active file is done). */
 export interface BackwardsSource {
   file: string;
   dir: string;
+  /** Lines queued and not written yet, oldest first (read before the file). */
+  queued?: readonly string[];
+  /** How much of the active file to read (its written size when the read began; default: all of it). */
+  activeBytes?: number;
   /** Rotated files, oldest first, each with the filter of its session keys when known. */
   archives: () => readonly (LedgerArchive & { keys?: KeyFilter })[];
 }
@@ -79,15 +84,19 @@ export async function readLedgerBackwards(
 ): Promise<LedgerRecord[]> {
   const found: LedgerRecord[] = [];
   if (limit <= 0) return found;
+  // Most lines of a big ledger belong to other sessions: the lines holding `contains` are found by a byte search
+  // over whole buffers, and only those are cut out and parsed.
   const needle = options.contains ? Buffer.from(options.contains, 'utf8') : undefined;
   const take = (bytes: Buffer): boolean => {
-    // A cheap byte search first: most lines of a big ledger belong to other sessions.
-    if (needle && bytes.indexOf(needle) < 0) return false;
     const record = parseLedgerLine(bytes.toString('utf8'));
     if (record && filter(record)) found.push(record);
     return found.length >= limit;
   };
-  if (await readActiveBackwards(source.file, take)) return found;
+  for (let i = (source.queued?.length ?? 0) - 1; i >= 0; i--) {
+    const line = source.queued![i]!;
+    if (take(Buffer.from(line.endsWith('\n') ? line.slice(0, -1) : line, 'utf8'))) return found;
+  }
+  if (await readActiveBackwards(source.file, needle, take, source.activeBytes)) return found;
   for (const archive of [...source.archives()].reverse()) {
     if (options.sessionKey && archive.keys && !archive.keys.mayHave(options.sessionKey)) continue;
     // A block index: only the gzip members that hold the key's records are read.
@@ -95,7 +104,7 @@ export async function readLedgerBackwards(
     if (blocks) {
       let done = false;
       try {
-        for await (const block of blocks) if ((done = linesBackwards(block, take))) break;
+        for await (const block of blocks) if ((done = linesBackwards(block, 0, needle, take))) break;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       }
@@ -110,12 +119,12 @@ export async function readLedgerBackwards(
       // Compressed meanwhile (read it under its new name) or deleted (skip it).
       buffer = await readArchive(source.dir, archive).catch(() => Buffer.alloc(0));
     }
-    if (linesBackwards(buffer, take)) return found;
+    if (linesBackwards(buffer, 0, needle, take)) return found;
   }
   return found;
 }
 
-async function readActiveBackwards(file: string, take: (bytes: Buffer) => boolean): Promise<boolean> {
+async function readActiveBackwards(file: string, needle: Buffer | undefined, take: (bytes: Buffer) => boolean, bytes = Number.POSITIVE_INFINITY): Promise<boolean> {
   let handle;
   try {
     handle = await open(file, 'r');
@@ -124,35 +133,54 @@ async function readActiveBackwards(file: string, take: (bytes: Buffer) => boolea
     throw error;
   }
   try {
-    let position = (await handle.stat()).size;
+    let position = Math.min((await handle.stat()).size, bytes);
+    const chunk = Buffer.allocUnsafe(Math.min(BACKWARDS_CHUNK, position));
     let carry = Buffer.alloc(0);
     while (position > 0) {
-      const length = Math.min(CHUNK, position);
+      const length = Math.min(chunk.length, position);
       position -= length;
-      const chunk = Buffer.alloc(length);
       await handle.read(chunk, 0, length, position);
-      const buffer = carry.length ? Buffer.concat([chunk, carry]) : chunk;
-      let end = buffer.length;
-      for (let i = buffer.length - 1; i >= 0; i--) {
-        if (buffer[i] !== 0x0a) continue;
-        if (end > i + 1 && take(buffer.subarray(i + 1, end))) return true;
-        end = i;
+      const buffer = carry.length ? Buffer.concat([chunk.subarray(0, length), carry]) : chunk.subarray(0, length);
+      // The part before the buffer's first line break may be the end of a line that starts in the previous chunk.
+      const first = position > 0 ? buffer.indexOf(0x0a) : -1;
+      if (position > 0 && first < 0) {
+        carry = Buffer.from(buffer);
+        continue;
       }
-      carry = Buffer.from(buffer.subarray(0, end));
+      if (linesBackwards(buffer, first + 1, needle, take)) return true;
+      carry = Buffer.from(buffer.subarray(0, first + 1 > 0 ? first : 0));
     }
-    return carry.length > 0 && take(carry);
+    return false;
   } finally {
     await handle.close();
   }
 }
 
-/** Calls `take` on each line of a buffer, last line first, until it returns true. */
-function linesBackwards(buffer: Buffer, take: (bytes: Buffer) => boolean): boolean {
+/**
+ * Calls `take` on the lines of `buffer` from `start` (a line's start) to its end, last line first, until it returns
+ * true; with `needle`, only on the lines that hold it (found by a byte search over the buffer, not line by line).
+ */
+function linesBackwards(buffer: Buffer, start: number, needle: Buffer | undefined, take: (bytes: Buffer) => boolean): boolean {
   let end = buffer.length;
-  for (let i = buffer.length - 1; i >= -1; i--) {
-    if (i >= 0 && buffer[i] !== 0x0a) continue;
-    if (end > i + 1 && take(buffer.subarray(i + 1, end))) return true;
-    end = i;
+  if (!needle) {
+    for (let i = end - 1; i >= start - 1; i--) {
+      if (i >= start && buffer[i] !== 0x0a) continue;
+      if (end > i + 1 && take(buffer.subarray(i + 1, end))) return true;
+      end = i;
+    }
+    return false;
+  }
+  let at = end - needle.length;
+  while (at >= start) {
+    at = buffer.lastIndexOf(needle, at);
+    if (at < start) return false;
+    const lineStart = Math.max(start, buffer.lastIndexOf(0x0a, at) + 1);
+    const newline = buffer.indexOf(0x0a, at);
+    const lineEnd = newline < 0 || newline > end ? end : newline;
+    if (take(buffer.subarray(lineStart, lineEnd))) return true;
+    end = lineStart - 1;
+    // A match starts at least two bytes before this line's start (a line break between), if any is left.
+    at = lineStart - 2;
   }
   return false;
 }
