@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
+import { sessionKeyOfLine } from './ledger-record.ts';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -81,13 +81,16 @@ export async function removePartials(activeFile: string): Promise<void> {
   await Promise.all(names.filter(partial).map((n) => rm(path.join(dir, n), { force: true })));
 }
 
-const SESSION_KEY = /"sessionKey":("(?:[^"\\]|\\.)*")/;
+/** The split reads the oversized file this much at a time. */
+const SPLIT_CHUNK = 256 * 1024;
 
 /**
  * Splits an oversized ledger file (one written before rotation existed) into archives of about `partBytes`
  * each, at line ends, with their key filters: `.part` files first, renamed once all are whole, so a crash
  * leaves either the original alone or the original and every part (the next start then reads the files
- * again from scratch). Returns the archives, oldest first; the caller removes the original.
+ * again from scratch). Returns the archives, oldest first; the caller removes the original. The file is read
+ * in big chunks and copied by slices (lines are found with byte searches; only each line's session key is
+ * decoded), so a timeline read meanwhile shares the main thread with little.
  */
 export async function splitIntoArchives(file: string, at: number, partBytes: number, taken: ReadonlySet<string>): Promise<{ archive: LedgerArchive; keys: KeyFilter }[]> {
   const dir = path.dirname(file);
@@ -100,31 +103,65 @@ export async function splitIntoArchives(file: string, at: number, partBytes: num
     out = undefined;
     await new Promise<void>((resolve, reject) => stream.end((error?: Error | null) => (error ? reject(error) : resolve())));
   };
-  const input = createReadStream(file, { encoding: 'utf8' });
-  for await (const line of createInterface({ input, crlfDelay: Infinity })) {
-    if (!line.trim()) continue;
-    if (!out || bytes >= partBytes) {
-      await finish();
-      const base = archiveName(file, at, new Set([...taken, ...parts.map((p) => p.archive.name)]));
-      const name = base.replace(/\.jsonl$/, `-p${String(parts.length + 1).padStart(3, '0')}.jsonl`);
-      const partial = path.join(dir, `${name}.part`);
-      out = createWriteStream(partial);
-      parts.push({ archive: { name, rotatedAt: at, compressed: false }, keys: new KeyFilter(), partial });
-      bytes = 0;
+  const write = async (data: Buffer) => {
+    if (data.length && !out!.write(data)) await new Promise<void>((resolve) => out!.once('drain', () => resolve()));
+  };
+  /** Copies the lines of `buffer` (each ends with a line break), starting a new part where the current one is full. */
+  const copy = async (buffer: Buffer) => {
+    let run = 0;
+    let lineStart = 0;
+    while (lineStart < buffer.length) {
+      const newline = buffer.indexOf(0x0a, lineStart);
+      const lineEnd = newline < 0 ? buffer.length : newline + 1;
+      const line = buffer.subarray(lineStart, lineEnd);
+      if (isBlank(line)) {
+        // Blank lines are left out: what comes before goes as it is, the copy goes on after.
+        if (out) await write(buffer.subarray(run, lineStart));
+        run = lineEnd;
+      } else {
+        if (!out || bytes >= partBytes) {
+          if (out) await write(buffer.subarray(run, lineStart));
+          run = lineStart;
+          await finish();
+          const base = archiveName(file, at, new Set([...taken, ...parts.map((p) => p.archive.name)]));
+          const name = base.replace(/\.jsonl$/, `-p${String(parts.length + 1).padStart(3, '0')}.jsonl`);
+          const partial = path.join(dir, `${name}.part`);
+          out = createWriteStream(partial);
+          parts.push({ archive: { name, rotatedAt: at, compressed: false }, keys: new KeyFilter(), partial });
+          bytes = 0;
+        }
+        const key = sessionKeyOfLine(line);
+        if (key !== undefined) parts[parts.length - 1]!.keys.add(key);
+        bytes += line.length;
+      }
+      lineStart = lineEnd;
     }
-    const key = SESSION_KEY.exec(line)?.[1];
-    if (key) {
-      try {
-        parts[parts.length - 1]!.keys.add(JSON.parse(key) as string);
-      } catch { /* not a record: copied as it is */ }
+    if (out) await write(buffer.subarray(run));
+  };
+  let carry = Buffer.alloc(0);
+  for await (const chunk of createReadStream(file, { highWaterMark: SPLIT_CHUNK }) as AsyncIterable<Buffer>) {
+    const first = chunk.indexOf(0x0a);
+    if (first < 0) {
+      carry = Buffer.concat([carry, chunk]);
+      continue;
     }
-    const text = `${line}\n`;
-    bytes += Buffer.byteLength(text);
-    if (!out.write(text)) await new Promise<void>((resolve) => out!.once('drain', () => resolve()));
+    // The line the previous chunk began is joined on its own (no copy of the whole chunk).
+    await copy(carry.length ? Buffer.concat([carry, chunk.subarray(0, first + 1)]) : chunk.subarray(0, first + 1));
+    const last = chunk.lastIndexOf(0x0a);
+    if (last > first) await copy(chunk.subarray(first + 1, last + 1));
+    carry = Buffer.from(chunk.subarray(last + 1));
   }
+  // A last line without its line break (a write cut short) gets one.
+  if (!isBlank(carry)) await copy(Buffer.concat([carry, Buffer.from('\n')]));
   await finish();
   for (const part of parts) await rename(part.partial, path.join(dir, part.archive.name));
   return parts.map(({ archive, keys }) => ({ archive, keys }));
+}
+
+/** A line of nothing but white space (or nothing). */
+function isBlank(line: Buffer): boolean {
+  for (const byte of line) if (byte !== 0x0a && byte !== 0x0d && byte !== 0x20 && byte !== 0x09) return false;
+  return true;
 }
 
 const BLOOM_BITS = 65_536;

@@ -4,13 +4,13 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { createGunzip, gunzip, gzip } from 'node:zlib';
 import type { LedgerArchive } from './ledger-archive.ts';
+import { sessionKeyOfLine } from './ledger-record.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
 /** Uncompressed bytes per gzip member of a compressed archive (whole lines; a longer line makes a bigger one). */
 const BLOCK_BYTES = 64 * 1024;
-const SESSION_KEY = /"sessionKey":("(?:[^"\\]|\\.)*")/;
 /** Block indexes kept parsed (one per archive a timeline looked at lately). */
 const CACHED_INDEXES = 16;
 
@@ -42,7 +42,7 @@ async function writeBlocks(source: AsyncIterable<Buffer>, partial: string): Prom
   const add = (line: Buffer) => {
     block.push(line);
     blockBytes += line.length;
-    const key = sessionKeyOf(line);
+    const key = sessionKeyOfLine(line);
     if (key === undefined) return;
     const blocks = (index.keys[key] ??= []);
     if (blocks[blocks.length - 1] !== index.offsets.length) blocks.push(index.offsets.length);
@@ -121,25 +121,6 @@ export async function indexArchive(dir: string, name: string): Promise<boolean> 
   await writeIndex(dir, name, index);
   cache.delete(file);
   return true;
-}
-
-const KEY_MARK = Buffer.from('"sessionKey":"');
-
-/** A record line's session key, read from the bytes (no whole-line decoding; JSON only when the key has escapes). */
-function sessionKeyOf(line: Buffer): string | undefined {
-  const at = line.indexOf(KEY_MARK);
-  if (at < 0) return undefined;
-  const start = at + KEY_MARK.length;
-  const end = line.indexOf(0x22, start);
-  if (end < 0) return undefined;
-  const raw = line.toString('utf8', start, end);
-  if (!raw.includes('\\')) return raw;
-  const quoted = SESSION_KEY.exec(line.toString('utf8'))?.[1];
-  try {
-    return quoted === undefined ? undefined : (JSON.parse(quoted) as string);
-  } catch {
-    return undefined;
-  }
 }
 
 const cache = new Map<string, BlockIndex | null>();

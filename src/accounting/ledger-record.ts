@@ -90,3 +90,23 @@ export function parseLedgerLine(line: string): LedgerRecord | undefined {
   if (r.jobId !== undefined && (typeof r.jobId !== 'string' || !r.jobId)) delete r.jobId;
   return r as LedgerRecord;
 }
+
+const SESSION_KEY = /"sessionKey":("(?:[^"\\]|\\.)*")/;
+const KEY_MARK = Buffer.from('"sessionKey":"');
+
+/** A record line's session key, read from the bytes (no whole-line decoding; JSON only when the key has escapes). */
+export function sessionKeyOfLine(line: Buffer): string | undefined {
+  const at = line.indexOf(KEY_MARK);
+  if (at < 0) return undefined;
+  const start = at + KEY_MARK.length;
+  const end = line.indexOf(0x22, start);
+  if (end < 0) return undefined;
+  const raw = line.toString('utf8', start, end);
+  if (!raw.includes('\\')) return raw;
+  const quoted = SESSION_KEY.exec(line.toString('utf8'))?.[1];
+  try {
+    return quoted === undefined ? undefined : (JSON.parse(quoted) as string);
+  } catch {
+    return undefined;
+  }
+}
