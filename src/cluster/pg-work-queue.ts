@@ -176,10 +176,14 @@ export class PgWorkQueue implements SharedQueue {
     return true;
   }
 
-  /** Reply `index` is about to be sent: recorded (with the replies sent before it) before the platform sees it. */
+  /**
+   * Reply `index` is about to be sent: recorded (with the replies sent before it) before the platform sees it, on
+   * the job's row and those its turn carried (a rerun of one of them then knows the answer may be out already).
+   */
   async sending(job: QueuedJob, index: number): Promise<void> {
     const sent = Math.max(job.sent, this.sentCounts.get(jobId(job)) ?? 0);
-    await this.fenced(job.key).query('UPDATE sb_inbox SET sending = $3, sent = greatest(sent, $4) WHERE session_key = $1 AND seq = $2', [job.key, job.seq, index + 1, sent]);
+    await this.fenced(job.key).query('UPDATE sb_inbox SET sending = $3, sent = greatest(sent, $4) WHERE session_key = $1 AND seq BETWEEN $2 AND $5',
+      [job.key, job.seq, index + 1, sent, this.lastCarried(job)]);
   }
 
   /** The live reply's posted messages, through the claim's lock (a replica that lost it cannot write them). */
@@ -202,8 +206,7 @@ export class PgWorkQueue implements SharedQueue {
   /** Marks the job (and what its turn carried) done and keeps its result for waiters on any replica; fails once the lock is lost. */
   async done(job: QueuedJob, result: TurnResult | undefined): Promise<void> {
     const client = this.fenced(job.key);
-    const turn = this.working.get(job.key)?.turn;
-    const last = turn?.seq === job.seq ? turn.last : job.seq;
+    const last = this.lastCarried(job);
     const id = jobId(job);
     const sent = Math.max(job.sent, this.sentCounts.get(id) ?? 0);
     this.sentCounts.delete(id);
@@ -221,6 +224,12 @@ export class PgWorkQueue implements SharedQueue {
     if (row?.done !== last - job.seq + 1) this.options.logger.error({ sessionKey: job.key, seq: job.seq, last }, 'a finished message was not the next of its session; left as it is');
     else this.afterDone.set(job.key, { seq: job.seq, last, nextSeq: Number(row.next_seq), nextMs: row.next_ms ?? undefined, checkedAt });
     for (let seq = job.seq; seq <= last; seq++) this.settle(job.key, seq, result);
+  }
+
+  /** The last message the job's turn carries (queue modes collect and steer): its own when none. */
+  private lastCarried(job: QueuedJob): number {
+    const turn = this.working.get(job.key)?.turn;
+    return turn?.seq === job.seq ? turn.last : job.seq;
   }
 
   /** Starts claiming sessions with queued work; `run` runs one job and settles when it is done. */

@@ -57,8 +57,8 @@ SELECT n.*, cur.owner FROM n, cur`;
 
 /**
  * Under the session's lock: the job is done with the messages its turn carried (seq $2 to $7, queue modes collect and
- * steer; $7 = $2 otherwise), with the result for waiters and the count of replies the platform took (the job's own
- * row), the lane's `ready_at` moves to the next message's acceptance, `sb_done` is notified on commit; returns how
+ * steer; $7 = $2 otherwise), with the result for waiters and the count of replies the platform took, the lane's
+ * `ready_at` moves to the next message's acceptance, `sb_done` is notified on commit; returns how
  * many rows the mark applied to and the next message's acceptance time, if one is queued. With $6, when no message
  * follows, the lock is given back too (`unlocked`): after the inbox rows are updated, so another replica's claim that
  * gets the lock before this commits waits on them and sees the messages done.
@@ -70,7 +70,7 @@ WITH nx AS (
   UPDATE sb_lane SET done_seq = $7, ready_at = coalesce((SELECT accepted_at FROM nx), ready_at)
   WHERE session_key = $1 AND done_seq = $2 - 1 AND next_seq >= $7 RETURNING next_seq
 ), i AS (
-  UPDATE sb_inbox SET done_at = now(), result = $3, sent = CASE WHEN seq = $2 THEN greatest(sent, $4) ELSE sent END
+  UPDATE sb_inbox SET done_at = now(), result = $3, sent = greatest(sent, $4)
   FROM l WHERE session_key = $1 AND seq BETWEEN $2 AND $7 RETURNING 1
 )
 SELECT (SELECT count(*) FROM i)::int AS done, (SELECT (extract(epoch FROM accepted_at) * 1000)::float8 FROM nx) AS next_ms,

@@ -221,6 +221,16 @@ describePg('queue modes in cluster mode (SPEC §16)', () => {
     expect(fake.requests).toHaveLength(2);
     expect(await users(a.gw)).toEqual(['first', 'second', 'third']);
     expect((await transcript(a.gw)).filter((e) => e.role === 'assistant').map((e) => e.content)).toEqual(['answer 1', 'answer 2+3']);
+    // The answer was at the platform when the lock went: it may go out again (once), and both messages of the carried
+    // turn are counted as reruns whose reply may have gone out already.
+    expect(sentTexts().filter((t) => t === 'answer 2+3').length).toBeLessThanOrEqual(2);
+    // Counted by whichever replica ran them again (the one that lost the lock may claim the session again too).
+    let windows = 0;
+    for (const gw of [a.gw, b.gw]) {
+      const metrics = await (await gw.app.request('/metrics', { headers: { host: '127.0.0.1' } })).text();
+      windows += Number(/^switchboard_cluster_duplicate_reply_windows_total (\d+)$/m.exec(metrics)?.[1]);
+    }
+    expect(windows).toBe(2);
   });
 
   it('followup (the default) keeps one turn per message', async () => {
