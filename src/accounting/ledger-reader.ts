@@ -135,22 +135,26 @@ async function readActiveBackwards(file: string, needle: Buffer | undefined, tak
   try {
     let position = Math.min((await handle.stat()).size, bytes);
     const chunk = Buffer.allocUnsafe(Math.min(BACKWARDS_CHUNK, position));
+    // The start of the line that ends in the chunk read before (the part before its first line break).
     let carry = Buffer.alloc(0);
+    const takeLine = (line: Buffer) => line.length > 0 && (!needle || line.indexOf(needle) >= 0) && take(line);
     while (position > 0) {
       const length = Math.min(chunk.length, position);
       position -= length;
       await handle.read(chunk, 0, length, position);
-      const buffer = carry.length ? Buffer.concat([chunk.subarray(0, length), carry]) : chunk.subarray(0, length);
-      // The part before the buffer's first line break may be the end of a line that starts in the previous chunk.
-      const first = position > 0 ? buffer.indexOf(0x0a) : -1;
-      if (position > 0 && first < 0) {
-        carry = Buffer.from(buffer);
+      const view = chunk.subarray(0, length);
+      const last = view.lastIndexOf(0x0a);
+      if (last < 0) {
+        carry = Buffer.concat([view, carry]);
         continue;
       }
-      if (linesBackwards(buffer, first + 1, needle, take)) return true;
-      carry = Buffer.from(buffer.subarray(0, first + 1 > 0 ? first : 0));
+      // The line this chunk ends with, joined on its own (the chunk itself is never copied).
+      if (takeLine(carry.length ? Buffer.concat([view.subarray(last + 1), carry]) : view.subarray(last + 1))) return true;
+      const first = position > 0 ? view.indexOf(0x0a) : -1;
+      if (linesBackwards(view.subarray(0, last), first + 1, needle, take)) return true;
+      carry = position > 0 ? Buffer.from(view.subarray(0, first)) : Buffer.alloc(0);
     }
-    return false;
+    return takeLine(carry);
   } finally {
     await handle.close();
   }

@@ -33,6 +33,13 @@ it('a timeline during the split of an old oversized ledger answers before the sp
   expect(ledger.settled).toBe(false);
   expect(ledger.rotations).toBe(0);
   expect(during.map((r) => r.correlationId)).toEqual(expected);
+  // Every record of the key, across the 1 MiB chunks the file is read backwards in (lines cut at their edges), with
+  // and without the byte search for the key.
+  const everyId = ['new', ...Array.from({ length: count }, (_, i) => i).filter((i) => keyOf(i) === KEY).reverse().map((i) => `c${i}`)];
+  const contains = `"sessionKey":${JSON.stringify(KEY)}`;
+  expect((await ledger.readBackwards(ours, count, { sessionKey: KEY, contains })).map((r) => r.correlationId)).toEqual(everyId);
+  expect((await ledger.readBackwards(() => true, count + 1)).map((r) => r.correlationId))
+    .toEqual(['new', ...Array.from({ length: count }, (_, i) => `c${count - 1 - i}`)]);
   await ledger.flush();
   expect(ledger.rotations).toBe(1);
   const after = await ledger.readBackwards(ours, 21, { sessionKey: KEY });
