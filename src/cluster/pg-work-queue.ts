@@ -6,6 +6,7 @@ import { deliveryKey } from '../gateway/inbox.ts';
 import type { QueueModePolicy, QueuedJob, SharedQueue, SeenOutcome } from '../gateway/shared-queue.ts';
 import { ClaimedQueueModes, type ClaimedTurn, type QueueRow } from './claimed-queue-modes.ts';
 import { ClaimOrder } from './claim-order.ts';
+import { DoneWaiters } from './done-waiters.ts';
 import { clusterRunStates } from './run-states.ts';
 import { ClusterListener } from './cluster-listener.ts';
 import { jsonbText, storableString } from './jsonb.ts';
@@ -80,13 +81,12 @@ export class PgWorkQueue implements SharedQueue {
   private readonly sentCounts = new Map<string, number>();
   /** Sessions with a message accepted here without notifying the others: they are told if the lock is not had here. */
   private readonly unannounced = new Set<string>();
-  private readonly waiters = new Map<string, { resolve: (r: TurnResult | undefined) => void; promise: Promise<TurnResult | undefined> }>();
+  private readonly waiters: DoneWaiters;
   private run: ((job: QueuedJob) => Promise<TurnResult | undefined>) | undefined;
   /** The queue modes applied to claimed messages (SPEC §16), when the gateway gave its policy. */
   private modes: ClaimedQueueModes | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
-  private waiterTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private scanning = false;
   /** Until the first scan answered, sessions join the claim order but none is claimed (the oldest are not known yet). */
@@ -95,21 +95,18 @@ export class PgWorkQueue implements SharedQueue {
   private scannedAt = 0;
   /** The database's clock minus this process's (ms), from the last statement that returned `now()`. */
   private clockOffset = 0;
-  /** When the last `sb_done` notification came: while they flow, the waiters' poll runs 5 times less often. */
-  private lastDoneNotice = 0;
 
   constructor(private readonly options: PgWorkQueueOptions) {
+    this.waiters = new DoneWaiters({ pool: options.pool, pollMs: options.pollMs });
     // Waiting on results works from the start (a tool may wait before this replica claims any work).
     options.listener?.on('sb_done', (payload) => {
       const { key, seq, last } = JSON.parse(payload) as { key: string; seq: number; last?: number };
-      this.lastDoneNotice = Date.now();
-      // Under load every replica hears of every message: the ones that did not run it need not try it too.
-      if (!this.working.has(key)) this.order.dropForeign(key);
+      this.waiters.heard();
       // A job this replica runs settles its waiters itself when its done mark returns (the notice can come first).
       if (this.working.has(key)) return;
-      const waited: [string, number][] = [];
-      for (let s = seq; s <= Math.min(last ?? seq, seq + 1000); s++) if (this.waiters.has(`${key}\u0000${s}`)) waited.push([key, s]);
-      if (waited.length) void this.fetchResults(waited);
+      // Under load every replica hears of every message: the ones that did not run it need not try it too.
+      this.order.dropForeign(key);
+      this.waiters.noticed(key, seq, last);
     });
   }
 
@@ -135,16 +132,7 @@ export class PgWorkQueue implements SharedQueue {
   }
 
   whenDone(key: string, seq: number): Promise<TurnResult | undefined> {
-    const id = `${key}\u0000${seq}`;
-    let waiter = this.waiters.get(id);
-    if (!waiter) {
-      let resolve!: (r: TurnResult | undefined) => void;
-      const promise = new Promise<TurnResult | undefined>((r) => { resolve = r; });
-      waiter = { resolve, promise };
-      this.waiters.set(id, waiter);
-      this.pollWaitersSoon();
-    }
-    return waiter.promise;
+    return this.waiters.wait(key, seq);
   }
 
   async runExclusive<T>(key: string, work: () => Promise<T>, job?: QueuedJob): Promise<T> {
@@ -223,7 +211,7 @@ export class PgWorkQueue implements SharedQueue {
     }
     if (row?.done !== last - job.seq + 1) this.options.logger.error({ sessionKey: job.key, seq: job.seq, last }, 'a finished message was not the next of its session; left as it is');
     else this.afterDone.set(job.key, { seq: job.seq, last, nextSeq: Number(row.next_seq), nextMs: row.next_ms ?? undefined, checkedAt });
-    for (let seq = job.seq; seq <= last; seq++) this.settle(job.key, seq, result);
+    for (let seq = job.seq; seq <= last; seq++) this.waiters.settle(job.key, seq, result);
   }
 
   /** The last message the job's turn carries (queue modes collect and steer): its own when none. */
@@ -268,9 +256,7 @@ export class PgWorkQueue implements SharedQueue {
     this.closed = true;
     clearTimeout(this.pollTimer);
     clearInterval(this.pruneTimer);
-    clearTimeout(this.waiterTimer);
-    for (const w of this.waiters.values()) w.resolve(undefined);
-    this.waiters.clear();
+    this.waiters.close();
   }
 
   /** Tells every replica that `key` has queued work (the poll's scan finds it when this fails too). */
@@ -286,41 +272,6 @@ export class PgWorkQueue implements SharedQueue {
     const client = fencedClient(key);
     if (!client) throw new LeaseLostError(key, new Error('not running under the session lock'));
     return client;
-  }
-
-  private settle(key: string, seq: number, result: TurnResult | undefined): void {
-    const id = `${key}\u0000${seq}`;
-    const waiter = this.waiters.get(id);
-    if (!waiter) return;
-    this.waiters.delete(id);
-    waiter.resolve(result);
-  }
-
-  /** Settles the waiters of those finished among `jobs`, in one statement. */
-  private async fetchResults(jobs: [string, number][]): Promise<void> {
-    const { rows } = await this.options.pool.query<{ session_key: string; seq: string; result: TurnResult | null }>(
-      `SELECT i.session_key, i.seq, i.result FROM sb_inbox i JOIN unnest($1::text[], $2::bigint[]) AS w (k, s) ON i.session_key = w.k AND i.seq = w.s
-       WHERE i.done_at IS NOT NULL`, [jobs.map((j) => j[0]), jobs.map((j) => j[1])],
-    ).catch(() => ({ rows: [] as { session_key: string; seq: string; result: TurnResult | null }[] }));
-    for (const r of rows) this.settle(r.session_key, Number(r.seq), r.result ?? undefined);
-  }
-
-  /**
-   * While anyone waits, finished messages are also looked up (notifications are lost while the listener
-   * reconnects), all in one statement: every pollMs, every 5 × pollMs while `sb_done` notifications flow.
-   */
-  private pollWaitersSoon(): void {
-    if (this.waiterTimer || this.closed) return;
-    const flowing = Date.now() - this.lastDoneNotice < this.options.pollMs;
-    this.waiterTimer = setTimeout(() => {
-      this.waiterTimer = undefined;
-      const jobs = [...this.waiters.keys()].slice(0, 1000).map((id) => {
-        const [key, seq] = id.split('\u0000') as [string, string];
-        return [key, Number(seq)] as [string, number];
-      });
-      void this.fetchResults(jobs).finally(() => { if (this.waiters.size) this.pollWaitersSoon(); });
-    }, flowing ? 5 * this.options.pollMs : this.options.pollMs);
-    this.waiterTimer.unref();
   }
 
   /**
