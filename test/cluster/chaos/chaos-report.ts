@@ -1,6 +1,25 @@
 import type pg from 'pg';
+import type { TranscriptMessage } from '../../../src/sessions/transcript.ts';
+import type { ExtrasReport } from './extras-report.ts';
 import type { LlmCall } from './recording-llm.ts';
 import { parseText, type AckedUpdate } from './webhook-driver.ts';
+
+/** One transcript entry with its transcript's key, former keys (re-keying) and archive mark. */
+export interface TranscriptRow {
+  sessionId: string;
+  sessionKey: string;
+  formerKeys: string[];
+  archived: boolean;
+  entry: TranscriptMessage;
+}
+
+/** Every message entry of every transcript (archived ones included), in order. */
+export async function readTranscripts(pool: pg.Pool): Promise<TranscriptRow[]> {
+  const { rows } = await pool.query<{ session_id: string; session_key: string; former_keys: string[]; archived: boolean; entry: TranscriptMessage }>(`
+    SELECT e.session_id, t.session_key, t.former_keys, t.archived_at IS NOT NULL AS archived, e.entry
+    FROM sb_transcript_entry e JOIN sb_transcript t USING (session_id) WHERE e.entry->>'type' = 'message' ORDER BY e.session_id, e.n`);
+  return rows.map((r) => ({ sessionId: r.session_id, sessionKey: r.session_key, formerKeys: r.former_keys, archived: r.archived, entry: r.entry }));
+}
 
 /** A fault the harness injected. */
 export interface Fault {
@@ -25,6 +44,13 @@ export interface ChaosReport {
   notDone: number;
   /** A user message more than once in a session's transcript (sb_transcript_entry). */
   committedTwice: number;
+  /** Acknowledged messages in no transcript (archived ones by re-keying included), or whose answer is in none. */
+  missingFromTranscript: number;
+  answersMissing: number;
+  /** A message's answer (`re: …`) more than once in the transcripts. */
+  answersTwice: number;
+  /** User entries of one delivery (`sourceId`: a platform message, a job's due time, a goal batch) more than once in a transcript. */
+  entriesTwice: number;
   /** Chats whose replies (repeats of one message back to back allowed) are not in send order. */
   outOfOrderReplies: number;
   /** Sessions whose queue (sb_inbox seq) or transcript order differs from the send order. */
@@ -40,6 +66,8 @@ export interface ChaosReport {
   recoveryMs: number[];
   /** Victim sessions per fault (LLM calls of the victim in flight at the fault). */
   victims: number[];
+  /** Goal runs, jobs, media, re-keying, when the run had them. */
+  extras?: ExtrasReport;
 }
 
 /** A reply a fake platform received (Telegram `sendMessage`, Slack `chat.postMessage`). */
@@ -89,6 +117,8 @@ export async function chaosReport(input: {
   pool: pg.Pool; acked: AckedUpdate[]; sends: PlatformSend[]; llm: LlmCall[]; faults: Fault[];
   /** Correlation ids of turns whose reply a replica logged as not delivered. */
   undelivered?: Set<string>;
+  /** The measures of the extras, given every transcript entry. */
+  extras?: (transcripts: TranscriptRow[]) => Promise<ExtrasReport>;
 }): Promise<ChaosReport> {
   const { pool, acked } = input;
   const { rows: inbox } = await pool.query<{ delivery_key: string; session_key: string; seq: string; done: boolean; text: string; correlation_id: string }>(
@@ -125,16 +155,24 @@ export async function chaosReport(input: {
     const parsed = parseText(r.text);
     if (parsed) bySession.set(r.session_key, [...(bySession.get(r.session_key) ?? []), parsed.index]);
   }
-  const { rows: entries } = await pool.query<{ session_id: string; session_key: string; content: string }>(`
-    SELECT e.session_id, t.session_key, e.entry->>'content' AS content FROM sb_transcript_entry e JOIN sb_transcript t USING (session_id)
-    WHERE e.entry->>'role' = 'user' ORDER BY e.session_id, e.n`);
+  const all = await readTranscripts(pool);
   const transcripts = new Map<string, number[]>();
-  for (const e of entries) {
-    const parsed = parseText(e.content ?? '');
-    if (parsed) transcripts.set(e.session_id, [...(transcripts.get(e.session_id) ?? []), parsed.index]);
+  for (const e of all.filter((t) => t.entry.role === 'user')) {
+    const parsed = parseText(e.entry.content ?? '');
+    if (parsed) transcripts.set(e.sessionId, [...(transcripts.get(e.sessionId) ?? []), parsed.index]);
   }
   let committedTwice = 0;
   for (const list of transcripts.values()) committedTwice += list.length - new Set(list).size;
+  // Every acknowledged message once in some transcript with its answer once; every delivery's user entry once.
+  const userTexts = new Set(all.filter((t) => t.entry.role === 'user').map((t) => parseText(t.entry.content ?? '')).filter((p) => p).map((p) => `${p!.chat}:${p!.index}`));
+  const answers = new Map<string, number>();
+  for (const t of all) if (t.entry.role === 'assistant' && /^re: c\d+ m\d+$/.test(t.entry.content ?? '')) answers.set(t.entry.content, (answers.get(t.entry.content) ?? 0) + 1);
+  const missingFromTranscript = acked.filter((a) => !userTexts.has(`${a.chat}:${a.index}`)).length;
+  const answersMissing = acked.filter((a) => !answers.has(`re: ${a.text}`)).length;
+  const answersTwice = [...answers.values()].reduce((n, c) => n + c - 1, 0);
+  const sources = new Map<string, number>();
+  for (const t of all) if (t.entry.role === 'user' && t.entry.sourceId) sources.set(`${t.sessionId} ${t.entry.sourceId}`, (sources.get(`${t.sessionId} ${t.entry.sourceId}`) ?? 0) + 1);
+  const entriesTwice = [...sources.values()].reduce((n, c) => n + c - 1, 0);
   const strictlyIncreasing = (l: number[]) => l.every((x, i) => i === 0 || x > l[i - 1]!);
   const outOfOrderCommits = [...bySession.values()].filter((l) => !strictlyIncreasing(l)).length
     + [...transcripts.values()].filter((l) => !inOrder(l)).length;
@@ -160,16 +198,17 @@ export async function chaosReport(input: {
   }
 
   return {
-    acked: acked.length, lost, missingReplies, undeliveredReplies, notDone, committedTwice, outOfOrderReplies, outOfOrderCommits,
-    concurrentRuns: overlappingCalls(input.llm), duplicateReplies, rerunLlmCalls,
+    acked: acked.length, lost, missingReplies, undeliveredReplies, notDone, committedTwice, missingFromTranscript, answersMissing, answersTwice, entriesTwice,
+    outOfOrderReplies, outOfOrderCommits, concurrentRuns: overlappingCalls(input.llm), duplicateReplies, rerunLlmCalls,
     abortedLlmCalls: input.llm.filter((c) => c.aborted).length, recoveryMs, victims,
+    ...(input.extras ? { extras: await input.extras(all) } : {}),
   };
 }
 
 /** One summary line of a report. */
 export function summaryLine(name: string, report: ChaosReport, extra: Record<string, unknown> = {}): string {
-  const { recoveryMs, victims, ...counts } = report;
-  const parts = Object.entries({ ...counts, ...extra }).map(([k, v]) => `${k}=${String(v)}`);
+  const { recoveryMs, victims, extras, ...counts } = report;
+  const parts = Object.entries({ ...counts, ...extras, ...extra }).map(([k, v]) => `${k}=${String(v)}`);
   const recovery = recoveryMs.map((ms, i) => (!victims[i] ? 'n/a' : Number.isFinite(ms) ? String(ms) : 'never'));
   parts.push(`recoveryMs=[${recovery.join(',')}]`, `victims=[${victims.join(',')}]`);
   return `chaos ${name}: ${parts.join(' ')}`;

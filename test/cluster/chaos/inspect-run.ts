@@ -1,9 +1,10 @@
 // Not a test: one chaos run with its raw data written out, for a closer look at a failing measure.
 //   SWITCHBOARD_TEST_POSTGRES=postgres://root@127.0.0.1:5432/test CHAOS_CHATS=100 CHAOS_MESSAGES=10 \
 //     node --import tsx test/cluster/chaos/inspect-run.ts kill|freeze /tmp/chaos-dump.json
-// The dump: faults, acknowledged updates, LLM calls (replica, text, start, end, aborted), replies, sb_inbox rows
-// and the replicas' log lines.
+// The dump: faults, acknowledged updates, LLM calls (replica, text, start, end, aborted, images, tag), replies,
+// sb_inbox rows and the replicas' log lines. The extras (goals, jobs, photos, re-keying) run unless CHAOS_EXTRAS=0.
 import { writeFileSync } from 'node:fs';
+import { defaultExtras } from './chaos-extras.ts';
 import { runChaos } from './chaos-run.ts';
 import { parseText } from './webhook-driver.ts';
 
@@ -16,6 +17,7 @@ const outcome = await runChaos(kind, adminUri, {
   chats: Number(process.env.CHAOS_CHATS ?? 70),
   slackChats: Number(process.env.CHAOS_SLACK_CHATS ?? 30), messagesPerChat: Number(process.env.CHAOS_MESSAGES ?? 10), llmMs: [200, 400], maxConcurrent: 6,
   laneLeaseMs: leaseMs, pollMs: 250, meanThinkMs: Number(process.env.CHAOS_THINK_MS ?? 6000), drainMs: 150_000,
+  ...(process.env.CHAOS_EXTRAS === '0' ? {} : { extras: defaultExtras() }),
 }, kind === 'kill'
   ? { kind: 'kill', first: { replica: 'r1', at: 0.3, restartAfterMs: 3000 }, second: { replica: 'r2', at: 0.6 } }
   : { kind: 'freeze', replica: 'r2', at: 0.4, forMs: leaseMs + 3000 },

@@ -16,7 +16,20 @@ export interface LlmCall {
   end: number;
   /** The client closed the connection before the answer (killed, stopped, or aborted). */
   aborted: boolean;
+  /** `image_url` parts in the last user message (SPEC §15: an image reaches the model in the caption's message). */
+  images: number;
+  /** What {@link LlmResponder} said the call was (a goal round, a job run); absent for the chat messages. */
+  tag?: string;
 }
+
+/** One message of a request, as the fake reads it. */
+export type LlmMessage = { role: string; content: string | null | { type: string; text?: string }[]; tool_calls?: { id: string }[] };
+
+/** A scripted answer: text, or one tool call; `tag` is kept on the call. */
+export type LlmReply = ({ content: string } | { toolCall: { id: string; name: string; arguments: string } }) & { tag?: string };
+
+/** Chooses the answer of a request; undefined: the default `re: <last user text>`. */
+export type LlmResponder = (request: { messages: LlmMessage[]; text: string; correlationId: string }) => LlmReply | undefined;
 
 /** A fake OpenAI-compatible LLM with a latency that records each call's interval (for overlap checks). */
 export interface RecordingLlm {
@@ -27,13 +40,13 @@ export interface RecordingLlm {
   close(): Promise<void>;
 }
 
-type Body = { model?: string; stream?: boolean; stream_options?: { include_usage?: boolean }; messages?: { role: string; content: string | null }[] };
+type Body = { model?: string; stream?: boolean; stream_options?: { include_usage?: boolean }; messages?: LlmMessage[] };
 
 /**
- * Starts the fake on 127.0.0.1. `latencyMs` is called per request (e.g. 300 ± 100 ms). The answer is
- * `re: <last user text>`, plain or streamed as the client asks.
+ * Starts the fake on 127.0.0.1. `latencyMs` is called per request (e.g. 300 ± 100 ms), with the call (its tag). The answer is
+ * `re: <last user text>` (or what `respond` chooses), plain or streamed as the client asks.
  */
-export async function startRecordingLlm(latencyMs: () => number): Promise<RecordingLlm> {
+export async function startRecordingLlm(latencyMs: (call: LlmCall) => number, respond?: LlmResponder): Promise<RecordingLlm> {
   const calls: LlmCall[] = [];
   let open = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -49,10 +62,14 @@ export async function startRecordingLlm(latencyMs: () => number): Promise<Record
       try { body = JSON.parse(Buffer.concat(chunks).toString()) as Body; } catch { /* answered all the same */ }
       const users = (body.messages ?? []).filter((m) => m.role === 'user');
       const auth = String(req.headers.authorization ?? '');
+      const last = users.at(-1)?.content;
       const call: LlmCall = {
-        replica: auth.replace(/^Bearer sk-/, ''), text: userText(users.at(-1)?.content), start: Date.now(), end: 0, aborted: false,
+        replica: auth.replace(/^Bearer sk-/, ''), text: userText(last as string | null | undefined), start: Date.now(), end: 0, aborted: false,
         correlationId: String(req.headers['x-switchboard-correlation-id'] ?? ''),
+        images: Array.isArray(last) ? last.filter((p) => p.type === 'image_url').length : 0,
       };
+      const reply = respond?.({ messages: body.messages ?? [], text: call.text, correlationId: call.correlationId }) ?? { content: `re: ${call.text}` };
+      if (reply.tag) call.tag = reply.tag;
       calls.push(call);
       open++;
       let finished = false;
@@ -65,9 +82,9 @@ export async function startRecordingLlm(latencyMs: () => number): Promise<Record
       };
       const timer = setTimeout(() => {
         if (finished) return;
-        answer(res, body, `re: ${call.text}`);
+        answer(res, body, reply);
         finish(false);
-      }, latencyMs());
+      }, latencyMs(call));
       res.once('close', () => { clearTimeout(timer); finish(true); });
     });
   });
@@ -81,22 +98,26 @@ export async function startRecordingLlm(latencyMs: () => number): Promise<Record
   };
 }
 
-function answer(res: ServerResponse, body: Body, content: string): void {
+function answer(res: ServerResponse, body: Body, reply: LlmReply): void {
   const base = { id: 'chatcmpl-chaos', created: Math.floor(Date.now() / 1000), model: body.model ?? 'chaos' };
   const usage = { prompt_tokens: 40, completion_tokens: 6, total_tokens: 46 };
+  const content = 'content' in reply ? reply.content : null;
+  const calls = 'toolCall' in reply ? [{ id: reply.toolCall.id, type: 'function', function: { name: reply.toolCall.name, arguments: reply.toolCall.arguments } }] : undefined;
+  const finish = calls ? 'tool_calls' : 'stop';
   if (!body.stream) {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({
       ...base, object: 'chat.completion', usage,
-      choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, finish_reason: 'stop', logprobs: null }],
+      choices: [{ index: 0, message: { role: 'assistant', content, refusal: null, ...(calls ? { tool_calls: calls } : {}) }, finish_reason: finish, logprobs: null }],
     }));
     return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...extra })}\n\n`;
+  const delta = calls ? { role: 'assistant', content: null, tool_calls: calls.map((c, index) => ({ index, ...c })) } : { role: 'assistant', content };
   res.end([
-    chunk([{ index: 0, delta: { role: 'assistant', content }, finish_reason: null }]),
-    chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]),
+    chunk([{ index: 0, delta, finish_reason: null }]),
+    chunk([{ index: 0, delta: {}, finish_reason: finish }]),
     ...(body.stream_options?.include_usage ? [chunk([], { usage })] : []),
     'data: [DONE]\n\n',
   ].join(''));

@@ -26,11 +26,23 @@ export interface ReplicaSettings {
   laneLeaseMs: number;
   pollMs: number;
   logLevel?: string;
+  /** Merged (deeply, objects only) over every replica's config: the chaos extras' jobs, goals, vision. */
+  extraConfig?: Record<string, unknown>;
+}
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `over` merged into `base`: objects key by key, anything else (arrays included) replaced. */
+export function mergeConfig(base: Json, over: Json): Json {
+  const out: Json = { ...base };
+  for (const [k, v] of Object.entries(over)) out[k] = isObject(v) && isObject(out[k]) ? mergeConfig(out[k], v) : v;
+  return out;
 }
 
 /** The config file of one replica: cluster mode, Telegram webhooks, its own API key so the fake LLM knows it. */
 export function replicaConfig(id: string, settings: ReplicaSettings): Record<string, unknown> {
-  return {
+  return mergeConfig({
     ...(settings.store ? { store: settings.store, cluster: { replicaId: id, laneLeaseMs: settings.laneLeaseMs, pollMs: settings.pollMs } } : {}),
     logLevel: settings.logLevel ?? 'info',
     providers: { default: { baseUrl: settings.llmBaseURL, apiKey: `sk-${id}`, model: 'gpt-chaos', maxRetries: 0 } },
@@ -40,7 +52,7 @@ export function replicaConfig(id: string, settings: ReplicaSettings): Record<str
     },
     session: { dmScope: 'per-peer', reset: { mode: 'off' }, maxActiveSessions: 100_000 },
     agents: { defaults: { tools: { preset: 'none' }, maxConcurrent: settings.maxConcurrent } },
-  };
+  }, settings.extraConfig ?? {});
 }
 
 /** Starts, kills, freezes and thaws replica processes; only the pids it started. */
@@ -54,15 +66,20 @@ export class ReplicaSet {
     return this.replicas.filter((r) => r.state !== 'killed' && r.url).map((r) => r.url!);
   }
 
-  /** Creates and starts replica `id` (or starts it again on its state folder); resolves once it serves. */
-  async start(id: string): Promise<ReplicaProcess> {
+  /**
+   * Creates and starts replica `id` (or starts it again on its state folder); resolves once it serves. `patch`
+   * changes its config from this start on (merged over the shared one).
+   */
+  async start(id: string, patch?: Record<string, unknown>): Promise<ReplicaProcess> {
     let replica = this.replicas.find((r) => r.id === id);
     if (!replica) {
       const dir = path.join(this.root, id);
       mkdirSync(dir, { recursive: true });
-      writeFileSync(path.join(dir, 'switchboard.json'), JSON.stringify(replicaConfig(id, this.settings)));
       replica = { id, dir, url: undefined, state: 'killed', proc: undefined, starts: [] };
       this.replicas.push(replica);
+    }
+    if (patch || !replica.starts.length) {
+      writeFileSync(path.join(replica.dir, 'switchboard.json'), JSON.stringify(mergeConfig(replicaConfig(id, this.settings), patch ?? {})));
     }
     const { telegram, slack } = this.settings;
     const proc = startProcess(replica.dir, {

@@ -44,6 +44,8 @@ export interface WebhookDriverOptions {
   thinkMs: (chat: number, index: number) => number;
   /** Called after each acknowledgement (for progress-triggered faults). */
   onAck?: () => void;
+  /** The text of a message (default {@link messageText}). */
+  text?: (chat: number, index: number) => string;
 }
 
 /** What the driver did. */
@@ -69,17 +71,31 @@ export const CHAT_BASE = 700_000;
 
 let nextUpdateId = 1;
 
-/** Telegram webhooks: `update_id` and the secret header; a failed update is sent again as it was. */
-export function telegramPlatform(secret: string, accountId = 'default'): WebhookPlatform {
+/** A Telegram photo (the largest size only, as the fake serves it through getFile). */
+export interface TelegramPhoto { fileId: string; width: number; height: number; size: number }
+
+/**
+ * Telegram webhooks: `update_id` and the secret header; a failed update is sent again as it was. A message
+ * `photoOf` gives a photo for is a photo with the text as its caption.
+ */
+export function telegramPlatform(secret: string, accountId = 'default', photoOf?: (chat: number, index: number) => TelegramPhoto | undefined): WebhookPlatform {
+  // Telegram numbers a chat's messages 1, 2, 3, …, never twice (a driver may start a chat's indexes over).
+  const messageIds = new Map<number, number>();
   return {
     name: 'telegram', path: webhookPath(accountId), timeoutMs: 4000,
     message(chat, index, text) {
       const chatId = CHAT_BASE + chat;
       const updateId = nextUpdateId++;
+      const messageId = (messageIds.get(chat) ?? 0) + 1;
+      messageIds.set(chat, messageId);
       const from = { id: chatId, is_bot: false, first_name: `U${chat}` };
+      const photo = photoOf?.(chat, index);
+      const content = photo
+        ? { caption: text, photo: [{ file_id: photo.fileId, file_unique_id: `u${photo.fileId}`, width: photo.width, height: photo.height, file_size: photo.size }] }
+        : { text };
       const body = JSON.stringify({
         update_id: updateId,
-        message: { message_id: index + 1, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: 'private', first_name: from.first_name }, from, text },
+        message: { message_id: messageId, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: 'private', first_name: from.first_name }, from, ...content },
       });
       return { body, deliveryKey: `telegram:${accountId}:${updateId}` };
     },
@@ -134,7 +150,7 @@ export async function driveWebhooks(options: WebhookDriverOptions): Promise<Webh
   const fail = (kind: string) => { failures[kind] = (failures[kind] ?? 0) + 1; };
 
   const deliver = async (chat: number, index: number): Promise<void> => {
-    const text = messageText(chat, index);
+    const text = (options.text ?? messageText)(chat, index);
     const { body, deliveryKey } = platform.message(chat, index, text);
     const firstSentAt = Date.now();
     let lastFailure: string | undefined;
