@@ -371,6 +371,7 @@ async function wire(options: StartOptions, lock: StateLock, opened: (() => unkno
   if (cluster && resumes) {
     void withDeadline(supervisor.firstAttempts(), 15_000)
       .then(() => { if (!gateway.isClosing) { cluster.queue.start(resumes.guard((job) => gateway.runJob(job)), gateway.queueModePolicy()); resumes.start(); } });
+    cluster.onReplicaLeft((id) => resumes.replicaLeft(id));
   }
   if (!cluster) void resumeInterruptedRuns(gateway, allSessions(store, sessions), logger, resumeOptions);
 

@@ -20,6 +20,8 @@ export interface ClusterMode {
   broadcastStop(key: string): void;
   /** Called on this replica when some replica asked to stop `key`. */
   onStopRequest(handler: (key: string) => void): void;
+  /** Called on this replica when another one stopped cleanly (after giving its session locks back). */
+  onReplicaLeft(handler: (replicaId: string) => void): void;
   close(): Promise<void>;
 }
 
@@ -43,9 +45,12 @@ export async function openClusterMode(config: ResolvedConfig, logger: Logger, ho
   const replicas = new ReplicaRegistry({ pool, replicaId, version: '0.1.0', logger });
   await listener.start();
   const stopHandlers: ((key: string) => void)[] = [];
+  const leftHandlers: ((replicaId: string) => void)[] = [];
   listener.on('sb_control', (payload) => {
     const message = JSON.parse(payload) as { op?: string; key?: string; from?: string };
-    if (message.op === 'stop' && message.key && message.from !== replicaId) for (const h of stopHandlers) h(message.key);
+    if (message.from === replicaId) return;
+    if (message.op === 'stop' && message.key) for (const h of stopHandlers) h(message.key);
+    if (message.op === 'left' && message.from) for (const h of leftHandlers) h(message.from);
   });
   return {
     replicaId, pool, locks, listener, queue, replicas,
@@ -54,11 +59,13 @@ export async function openClusterMode(config: ResolvedConfig, logger: Logger, ho
         .catch((err: unknown) => logger.warn({ err, sessionKey: key }, 'could not ask the other replicas to stop a session'));
     },
     onStopRequest: (handler) => { stopHandlers.push(handler); },
+    onReplicaLeft: (handler) => { leftHandlers.push(handler); },
     close: async () => {
       queue.close();
+      // The locks go back first: the others, told that this replica left, find what it left behind unlocked.
+      await locks.close();
       await replicas.stop();
       await listener.close();
-      await locks.close();
       await pool.end().catch(() => undefined);
     },
   };

@@ -109,11 +109,13 @@ export class ClusterResumes {
   private rescan = false;
   private rechecks = 0;
   private closed = false;
+  private started = false;
 
   constructor(private readonly options: ClusterResumesOptions) {}
 
   /** Scans now, then watches the replicas: when one leaves, scans again. */
   start(): void {
+    this.started = true;
     void this.scan();
     // The replicas live now, so that one leaving before the first tick is seen leaving.
     void this.watch();
@@ -227,6 +229,15 @@ export class ClusterResumes {
     const t = setTimeout(() => { this.timers.delete(t); void this.scan(); }, delay);
     t.unref();
     this.timers.add(t);
+  }
+
+  /** Another replica said it stopped (it may have joined after the last look at the live ones): scan. */
+  replicaLeft(replicaId: string): void {
+    // Before start, the start's own scan finds what it left.
+    if (this.closed || !this.started) return;
+    this.live?.delete(replicaId);
+    this.options.logger.info({ replicas: [replicaId] }, 'a replica left the cluster: looking for background runs it left behind');
+    void this.scan();
   }
 
   /** A replica that was live and is not any more may have left runs behind: scan. */

@@ -60,8 +60,13 @@ export class ReplicaRegistry {
     }));
   }
 
+  /**
+   * Deletes this replica's row and tells the others on `sb_control` (`left`): one that joined and leaves between two
+   * looks of another's watch would not be seen leaving otherwise.
+   */
   async stop(): Promise<void> {
     clearInterval(this.timer);
-    await this.options.pool.query('DELETE FROM sb_replica WHERE replica_id = $1', [this.options.replicaId]).catch(() => undefined);
+    await this.options.pool.query(`WITH d AS (DELETE FROM sb_replica WHERE replica_id = $1 RETURNING replica_id)
+      SELECT pg_notify('sb_control', json_build_object('op', 'left', 'from', $1::text)::text) FROM d`, [this.options.replicaId]).catch(() => undefined);
   }
 }

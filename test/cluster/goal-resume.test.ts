@@ -49,7 +49,7 @@ describePg('cluster mode: goal runs a replica left behind are resumed once (SPEC
     for (const r of running.splice(0)) { if (!r.stopped) await r.gw.stop(); r.remove(); }
   });
 
-  async function replica(): Promise<{ gw: RunningGateway; channel: TestChannel; name: string; stop: () => Promise<void> }> {
+  async function replica(pollMs = 100): Promise<{ gw: RunningGateway; channel: TestChannel; name: string; stop: () => Promise<void> }> {
     const tmp = tempDir();
     const name = `r${++names}`;
     const channel = new TestChannel('telegram');
@@ -60,7 +60,7 @@ describePg('cluster mode: goal runs a replica left behind are resumed once (SPEC
     const gw = await startTestGateway({
       dir: tmp.dir, adapters: [channel], logger,
       config: {
-        store: db.uri, cluster: { pollMs: 100, replicaId: name },
+        store: db.uri, cluster: { pollMs, replicaId: name },
         providers: { default: { baseUrl: openai.baseURL, apiKey: 'sk-test', model: 'gpt-test', maxRetries: 0 } },
         channels: { telegram: { dmPolicy: 'open' } }, session: { dmScope: 'per-peer', reset: { mode: 'off' } },
         agents: { defaults: { tools: { preset: 'minimal' }, maxIterationsPerBatch: 2 } },
@@ -111,6 +111,23 @@ describePg('cluster mode: goal runs a replica left behind are resumed once (SPEC
     // Each of the run's four LLM calls was made once; the answer was sent once, by the replica that is left.
     expect(openai.requests.map(rounds).sort()).toEqual([0, 1, 2, 3]);
     expect(log.filter((l) => l.text === FINAL).map((l) => l.replica)).toEqual([other.name]);
+    expect(await resumeEntries()).toBe(1);
+  }, 30_000);
+
+  it('a replica that joined after the other\'s last look at the live replicas and stops mid-run: the other is told it left and resumes the run', async () => {
+    // A looks at the live replicas when it starts and then every 5 s (pollMs 1000): B comes and goes in between.
+    const a = await replica(1000);
+    const b = await replica();
+    const hold = holdRound(1);
+    await startRun(b.channel);
+    await until(() => openai.requests.some((r) => rounds(r) === 1), 'the batch\'s second LLM call');
+    expect(b.gw.gateway.lanes.isRunning(KEY)).toBe(true);
+    const stopping = b.stop();
+    hold.released();
+    await stopping;
+    await until(() => log.filter((l) => l.text === FINAL).length === 1, 'the final answer', 6000);
+    expect(log.filter((l) => l.text === FINAL).map((l) => l.replica)).toEqual([a.name]);
+    expect(openai.requests.map(rounds).sort()).toEqual([0, 1, 2, 3]);
     expect(await resumeEntries()).toBe(1);
   }, 30_000);
 
