@@ -10,16 +10,9 @@ import { startFakeTelegram, type FakeTelegram } from '../fakes/fake-telegram.ts'
 import { tempDir } from '../helpers/gateway.ts';
 import { describePg, useTestDatabase } from '../helpers/postgres.ts';
 import { startProcess } from '../helpers/process.ts';
+import { until } from '../helpers/wait.ts';
 
 const db = useTestDatabase({ migrate: false });
-
-async function until(condition: () => boolean | Promise<boolean>, what: string, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describePg('cluster mode: a live reply cut short by kill -9 (SPEC §16)', () => {
   let tmp: ReturnType<typeof tempDir>;

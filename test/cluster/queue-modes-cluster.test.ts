@@ -11,18 +11,11 @@ import { startTestGateway, tempDir } from '../helpers/gateway.ts';
 import { ManualTimers } from '../helpers/manual-timers.ts';
 import { describePg, useTestDatabase } from '../helpers/postgres.ts';
 import { TestChannel } from '../helpers/test-channel.ts';
+import { until } from '../helpers/wait.ts';
 
 const db = useTestDatabase({ migrate: false });
 
 type Entry = { type: string; role?: string; content?: string; sourceId?: string; toolCalls?: unknown[]; interrupted?: boolean };
-
-async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 3000; i++) {
-    if (await condition()) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** The user texts of a request. */
 const usersOf = (r: RecordedRequest) => r.body.messages.filter((m) => m.role === 'user').map((m) => userText(m.content));
