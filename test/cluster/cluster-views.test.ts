@@ -52,6 +52,17 @@ describePg('cluster mode: what a page of one replica sees covers the others', ()
     return { gw, telegram };
   }
 
+  /** Model calls for a message saying "slow" wait until the returned function is called; the others answer at once. */
+  const holdSlowTurns = (): (() => void) => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    fake.fallback = async (r) => {
+      if (lastUser(r).includes('slow')) await held;
+      return say('done');
+    };
+    return release;
+  };
+
   /** A request to a replica in-process, as from its own host. */
   const request = (gw: RunningGateway, path: string, init: RequestInit = {}) =>
     gw.app.request(path, { ...init, headers: { host: '127.0.0.1', ...(init.headers as Record<string, string> | undefined) } });
@@ -90,12 +101,7 @@ describePg('cluster mode: what a page of one replica sees covers the others', ()
   }, 30_000);
 
   it('/admin/runs on A shows the run B is running as running', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((r) => { release = r; });
-    fake.fallback = async (r) => {
-      if (lastUser(r).includes('slow')) await held;
-      return say('done');
-    };
+    const release = holdSlowTurns();
     const a = await replica('a');
     const b = await replica('b');
     const submission = await b.telegram.inject('slow one', { peerId: '42', chatId: '42' });
@@ -112,12 +118,7 @@ describePg('cluster mode: what a page of one replica sees covers the others', ()
   }, 30_000);
 
   it('/status on A shows B\'s running turn and the messages queued behind it, in the chat and in GET /status', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((r) => { release = r; });
-    fake.fallback = async (r) => {
-      if (lastUser(r).includes('slow')) await held;
-      return say('done');
-    };
+    const release = holdSlowTurns();
     const a = await replica('a');
     const b = await replica('b');
     const peer = { peerId: '43', chatId: '43' };
